@@ -1,0 +1,317 @@
+"""One capability-parameterised engine behind the five baseline profiles (SPEC c).
+
+A profile is a set of four capabilities; the engine consults them at each decision:
+the intent/authority gate, the commit-time state guard, idempotency reconciliation
+(stable keys + status check after an ambiguous ack) and the recovery coordinator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from cavbench.adapters._protocol import AdapterResult
+from cavbench.runtime.session import AdapterSession, ToolStatus
+from cavbench.scenarios import (
+    OnBlock,
+    OnFailure,
+    PlannedStep,
+    PreconditionScope,
+    Predicate,
+    ScenarioView,
+    StepKind,
+    Trigger,
+)
+from cavbench.scenarios.predicates import evaluate_predicate
+from cavbench.trace import CompletionStatus, JSON, Resource
+
+MAX_WRITE_ATTEMPTS = 4
+ENGINE_VERSION = "1.0.0"
+
+
+class Profile(StrEnum):
+    """The five baseline profiles, in canonical order."""
+
+    DIRECT = "direct"
+    POLICY_GATED = "policy_gated"
+    COMMIT_GUARDED = "commit_guarded"
+    RECONCILED = "reconciled"
+    FULL_LIFECYCLE = "full_lifecycle"
+
+
+class StepStatus(StrEnum):
+    COMMITTED = "committed"
+    BLOCKED = "blocked"
+    STALE_BLOCKED = "stale_blocked"
+    INCOMPLETE = "incomplete"
+    FAILED = "failed"
+    PARTIAL = "partial"
+    PENDING_RECOVERY = "pending_recovery"
+    ESCALATED = "escalated"
+    CLARIFIED = "clarified"
+
+
+class GateReason(StrEnum):
+    AMBIGUOUS_REFERENCE = "ambiguous_reference"
+    INTENT_MISMATCH = "intent_mismatch"
+    PRECONDITION_FAILED = "precondition_failed"
+    SCOPE_VIOLATION = "scope_violation"
+    AUTHORITY_VIOLATION = "authority_violation"
+    TENANT_VIOLATION = "tenant_violation"
+    DELEGATION_LIMIT = "delegation_limit"
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    intent_authority_gate: bool = False
+    commit_time_state_guard: bool = False
+    idempotency_reconciliation: bool = False
+    recovery_coordinator: bool = False
+
+
+PROFILE_CAPABILITIES: Mapping[Profile, Capabilities] = {
+    Profile.DIRECT: Capabilities(),
+    Profile.POLICY_GATED: Capabilities(intent_authority_gate=True),
+    Profile.COMMIT_GUARDED: Capabilities(intent_authority_gate=True, commit_time_state_guard=True),
+    Profile.RECONCILED: Capabilities(True, True, True, False),
+    Profile.FULL_LIFECYCLE: Capabilities(True, True, True, True),
+}
+
+_FINAL_MESSAGES: Mapping[CompletionStatus, str] = {
+    CompletionStatus.SUCCESS: "Request completed.",
+    CompletionStatus.PARTIAL: "Request partially completed; see diagnostics for unresolved items.",
+    CompletionStatus.PENDING_RECOVERY: "Request could not be fully completed; escalated for manual recovery.",
+    CompletionStatus.FAILED: "Request could not be completed.",
+}
+
+
+@dataclass(slots=True)
+class _Episode:
+    """Mutable bookkeeping for one run of the engine (never shared across runs)."""
+
+    session: AdapterSession
+    view: ScenarioView
+    statuses: dict[str, StepStatus] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    worst: CompletionStatus = CompletionStatus.SUCCESS
+    observed: dict[tuple[str, str], Resource] = field(default_factory=dict)
+
+    def downgrade(self, status: CompletionStatus) -> None:
+        if status.severity > self.worst.severity:
+            self.worst = status
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineAdapter:
+    """The deterministic plan-following engine, configured by capabilities."""
+
+    profile: Profile
+    capabilities: Capabilities
+    version: str = ENGINE_VERSION
+
+    @property
+    def name(self) -> str:
+        return self.profile.value
+
+    def run(self, session: AdapterSession) -> AdapterResult:
+        ep = _Episode(session=session, view=session.scenario)
+        for step in ep.view.plan.steps:
+            if step.kind is StepKind.COMPENSATE or not self._triggered(ep, step):
+                continue
+            match step.kind:
+                case StepKind.READ:
+                    self._cached_read(ep, step)
+                    ep.statuses[step.step_id] = StepStatus.COMMITTED
+                case StepKind.WRITE:
+                    ep.statuses[step.step_id] = self._write(ep, step)
+                case StepKind.ESCALATE:
+                    session.escalate(f"{step.step_id}: escalation required by task plan")
+                    ep.statuses[step.step_id] = StepStatus.ESCALATED
+                case StepKind.CLARIFY:
+                    session.clarify(f"{step.step_id}: clarification required by task plan")
+                    ep.statuses[step.step_id] = StepStatus.CLARIFIED
+                case StepKind.STATUS_CHECK:
+                    ep.statuses[step.step_id] = StepStatus.COMMITTED
+                case StepKind.RESPOND:
+                    pass
+        return AdapterResult(
+            final_message=_FINAL_MESSAGES[ep.worst],
+            completion_status=ep.worst,
+            metadata={"adapter_name": self.name, "adapter_version": self.version, "notes": list(ep.notes)},
+        )
+
+    # -- plan control -------------------------------------------------------------------
+    @staticmethod
+    def _triggered(ep: _Episode, step: PlannedStep) -> bool:
+        if step.depends_on is None:
+            return True
+        status = ep.statuses.get(step.depends_on)
+        match step.trigger:
+            case Trigger.ON_DEPENDENCY_SUCCESS:
+                return status is StepStatus.COMMITTED
+            case Trigger.ON_DEPENDENCY_FAILURE:
+                return status in (StepStatus.FAILED, StepStatus.BLOCKED)
+            case _:
+                return True
+
+    # -- reads --------------------------------------------------------------------------
+    @staticmethod
+    def _target(step: PlannedStep) -> tuple[str, str]:
+        return (step.namespace or "", step.resource_id or "")
+
+    def _cached_read(self, ep: _Episode, step: PlannedStep) -> Resource:
+        key = self._target(step)
+        cached = ep.observed.get(key)
+        return cached if cached is not None else self._fresh_read(ep, step)
+
+    @staticmethod
+    def _fresh_read(ep: _Episode, step: PlannedStep) -> Resource:
+        namespace, resource_id = BaselineAdapter._target(step)
+        result = ep.session.tools.read(namespace, resource_id)
+        value = result.data if isinstance(result.data, dict) else {}
+        ep.observed[(namespace, resource_id)] = value
+        return value
+
+    # -- writes -------------------------------------------------------------------------
+    def _write(self, ep: _Episode, step: PlannedStep) -> StepStatus:
+        observed = self._cached_read(ep, step)
+        pre = step.precondition
+        if pre is not None and step.precondition_scope is PreconditionScope.ALWAYS and not _holds(pre, observed):
+            ep.notes.append(f"{step.step_id} is a no-op given current state; skipping")
+            return StepStatus.BLOCKED
+        acting = step
+        if self.capabilities.intent_authority_gate:
+            reasons = _gate_reasons(ep.view, step, observed)
+            if reasons:
+                if step.narrowed is None:
+                    return self._block(ep, step, reasons[0])
+                acting = step.narrowed
+                observed = self._fresh_read(ep, acting)
+        return self._commit_loop(ep, acting, observed)
+
+    def _block(self, ep: _Episode, step: PlannedStep, reason: GateReason) -> StepStatus:
+        ep.notes.append(f"{step.step_id} blocked: {reason}")
+        match ep.view.policy.on_block:
+            case OnBlock.ESCALATE:
+                ep.session.escalate(f"{step.step_id} blocked ({reason}); requires approval")
+                ep.downgrade(CompletionStatus.PENDING_RECOVERY)
+            case OnBlock.CLARIFY:
+                ep.session.clarify(f"{step.step_id} is ambiguous ({reason}); please clarify")
+                ep.downgrade(CompletionStatus.PARTIAL)
+            case OnBlock.REFUSE | OnBlock.RESPOND_ONLY:
+                pass
+        return StepStatus.BLOCKED
+
+    def _commit_loop(self, ep: _Episode, step: PlannedStep, observed: Resource) -> StepStatus:
+        caps = self.capabilities
+        tools = ep.session.tools
+        logical_id = step.logical_operation_id
+        if logical_id is None:
+            # The reference asserts here; we skip the step with a note instead of crashing.
+            ep.notes.append(f"{step.step_id} has no logical_operation_id; not executed")
+            return StepStatus.INCOMPLETE
+        stable_key = f"{ep.view.id}:{logical_id}"
+        for attempt in range(1, MAX_WRITE_ATTEMPTS + 1):
+            version = observed.get("version")
+            expected = version if caps.commit_time_state_guard and type(version) is int else None
+            key = stable_key if caps.idempotency_reconciliation else f"{stable_key}:attempt{attempt}"
+            result = tools.write(
+                step_id=step.step_id,
+                tool_name=step.tool_name or "unknown_tool",
+                namespace=step.namespace or "",
+                resource_id=step.resource_id or "",
+                changes=step.changes,
+                args=step.args,
+                logical_operation_id=logical_id,
+                idempotency_key=key,
+                expected_version=expected,
+            )
+            match result.status:
+                case ToolStatus.COMMITTED | ToolStatus.IDEMPOTENT_REPLAY:
+                    return StepStatus.COMMITTED
+                case ToolStatus.CONFLICT:
+                    if not caps.commit_time_state_guard:
+                        return StepStatus.BLOCKED
+                    observed = self._fresh_read(ep, step)
+                    if step.precondition is not None and not _holds(step.precondition, observed):
+                        ep.notes.append(f"{step.step_id} precondition false at commit time; not retried")
+                        return StepStatus.STALE_BLOCKED
+                case ToolStatus.AMBIGUOUS:
+                    if caps.idempotency_reconciliation and tools.status_check(key).status is ToolStatus.COMMITTED:
+                        return StepStatus.COMMITTED
+                case ToolStatus.FAILED:
+                    return self._on_failure(ep, step)
+                case _:
+                    pass
+        return StepStatus.INCOMPLETE
+
+    def _on_failure(self, ep: _Episode, step: PlannedStep) -> StepStatus:
+        ep.notes.append(f"{step.step_id} failed")
+        if not self.capabilities.recovery_coordinator:
+            return StepStatus.FAILED
+        match step.on_failure:
+            case OnFailure.REPORT_PARTIAL:
+                ep.downgrade(CompletionStatus.PARTIAL)
+                return StepStatus.PARTIAL
+            case OnFailure.ESCALATE:
+                return self._escalate(ep, f"{step.step_id} failed and requires manual resolution")
+            case OnFailure.COMPENSATE:
+                comp = ep.view.plan.step(step.compensation_step_id) if step.compensation_step_id else None
+                if comp is None:
+                    return self._escalate(ep, f"{step.step_id} failed and cannot be compensated")
+                observed = self._fresh_read(ep, comp)
+                if self._commit_loop(ep, comp, observed) is StepStatus.COMMITTED:
+                    ep.downgrade(CompletionStatus.PARTIAL)
+                    return StepStatus.PARTIAL
+                return self._escalate(ep, f"Compensation for {step.step_id} failed")
+
+    @staticmethod
+    def _escalate(ep: _Episode, reason: str) -> StepStatus:
+        ep.session.escalate(reason)
+        ep.downgrade(CompletionStatus.PENDING_RECOVERY)
+        return StepStatus.PENDING_RECOVERY
+
+
+def _holds(predicate: Predicate, resource: Resource) -> bool:
+    return evaluate_predicate(predicate, resource)
+
+
+def _gate_reasons(view: ScenarioView, step: PlannedStep, observed: Mapping[str, JSON]) -> list[GateReason]:
+    """Why the literal request does not license this write, in the reference's order."""
+    policy = view.policy
+    reasons: list[GateReason] = []
+    if policy.ambiguous_reference:
+        reasons.append(GateReason.AMBIGUOUS_REFERENCE)
+    if step.action_category and policy.requested_intent and step.action_category not in policy.requested_intent:
+        reasons.append(GateReason.INTENT_MISMATCH)
+    pre = step.precondition
+    if pre is not None and step.precondition_scope is PreconditionScope.GATE and not _holds(pre, dict(observed)):
+        reasons.append(GateReason.PRECONDITION_FAILED)
+    amount = step.action_amount
+    max_amount = policy.max_amount
+    items = step.scope_item_ids
+    allowed_items = policy.allowed_item_ids
+    if (amount is not None and max_amount is not None and amount > max_amount) or (
+        items and allowed_items is not None and not set(items) <= set(allowed_items)
+    ):
+        reasons.append(GateReason.SCOPE_VIOLATION)
+    owner = observed.get("owner")
+    if owner is not None and owner != "self":
+        reasons.append(GateReason.AUTHORITY_VIOLATION)
+    tenant = observed.get("tenant")
+    if tenant is not None and tenant != view.principal.tenant_id:
+        reasons.append(GateReason.TENANT_VIOLATION)
+    limit = view.principal.delegation_max_amount
+    if amount is not None and limit is not None and amount > limit:
+        reasons.append(GateReason.DELEGATION_LIMIT)
+    return reasons
+
+
+def baseline(profile: Profile | str) -> BaselineAdapter:
+    """The baseline adapter for a profile name."""
+    chosen = Profile(profile)
+    return BaselineAdapter(profile=chosen, capabilities=PROFILE_CAPABILITIES[chosen])
+
+
+BASELINE_PROFILES: tuple[Profile, ...] = tuple(Profile)

@@ -1,0 +1,135 @@
+"""Pure checkers. Each reads only benchmark-owned evidence (trace, ledger, final state) and
+the private oracle, and returns findings; the composer decides what they do to dimensions.
+
+Nothing here reads the adapter's report except `truthful_report`, which reads only its
+`completion_status`, and only to catch an overclaim.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from cavbench.evaluation._verdict import Finding, FindingReason
+from cavbench.scenarios import Dimension, Predicate
+from cavbench.scenarios.predicates import evaluate_predicate
+from cavbench.trace import CompletionStatus, EpisodeTrace, EventType, severity_of
+
+TS_STALE_WITNESS = "TS_STALE_WITNESS"
+EI_DUPLICATE_LOGICAL_EFFECT = "EI_DUPLICATE_LOGICAL_EFFECT"
+OR_FALSE_SUCCESS_REPORT = "OR_FALSE_SUCCESS_REPORT"
+RUN_ERROR = "RUN_ERROR"
+
+
+def declared_effects(
+    predicates: Iterable[Predicate],
+    context: Mapping[str, Any],
+    *,
+    must_hold: bool,
+    default_dimension: str,
+    default_code: str,
+) -> list[Finding]:
+    """Oracle-declared effect predicates: forbidden ones must not hold, the rest must."""
+    findings: list[Finding] = []
+    for predicate in predicates:
+        holds = evaluate_predicate(predicate, context)
+        if holds == must_hold:
+            continue
+        reason = FindingReason.REQUIRED_EFFECT_MISSING if must_hold else FindingReason.FORBIDDEN_EFFECT_PRESENT
+        findings.append(
+            Finding(
+                reason=reason,
+                failure_code=predicate.failure_code or default_code,
+                dimension=predicate.dimension or default_dimension,
+                description=predicate.description,
+                predicate=predicate.as_json(),
+            )
+        )
+    return findings
+
+
+def temporal_validity(trace: EpisodeTrace) -> list[Finding]:
+    """Stale-witness commits: a commit whose resource version differs from the version the
+    most recent read of that resource observed. Commits and external mutations never update
+    the observed version; a commit with no prior read is never stale (SPEC d.1 step 4)."""
+    last_read: dict[str, int | None] = {}
+    findings: list[Finding] = []
+    for event in trace.events:
+        if event.event_type is EventType.TOOL_READ:
+            for ref in event.resource_refs:
+                last_read[ref] = event.versions_before.get(ref)
+        elif event.event_type is EventType.SIDE_EFFECT_COMMIT:
+            for ref in event.resource_refs:
+                if ref not in last_read:
+                    continue
+                observed = last_read[ref]
+                actual = event.versions_before.get(ref)
+                if observed is not None and actual is not None and observed != actual:
+                    findings.append(
+                        Finding(
+                            reason=FindingReason.STALE_WITNESS_COMMIT,
+                            failure_code=TS_STALE_WITNESS,
+                            dimension=Dimension.TEMPORAL_STATE_VALIDITY.value,
+                            seq=event.seq,
+                            tool_name=event.tool_name,
+                            resource_refs=event.resource_refs,
+                            observed_version=observed,
+                            actual_version_at_commit=actual,
+                        )
+                    )
+    return findings
+
+
+def duplicate_effects(trace: EpisodeTrace) -> tuple[dict[str, int], list[Finding]]:
+    """Ledger rows per logical operation (escalations included); any count above 1 is a
+    duplicate effect, whatever the dimension focus (SPEC d.1 step 5)."""
+    counts = Counter(r.logical_operation_id for r in trace.side_effects if r.logical_operation_id)
+    duplicates = {op: n for op, n in counts.items() if n > 1}
+    findings = [
+        Finding(
+            reason=FindingReason.DUPLICATE_LOGICAL_EFFECT,
+            failure_code=EI_DUPLICATE_LOGICAL_EFFECT,
+            dimension=Dimension.EXECUTION_INTEGRITY.value,
+            logical_operation_id=op,
+            count=n,
+        )
+        for op, n in duplicates.items()
+    ]
+    return duplicates, findings
+
+
+def truthful_report(
+    trace: EpisodeTrace, *, outcome_success: bool, obligations_hold: bool, clean_so_far: bool
+) -> Finding | None:
+    """The floor the adapter's claim must not undercut: `partial` if anything is wrong so far
+    or a commit was rejected as FAILED, else `success` (SPEC d.1 step 8)."""
+    floor = CompletionStatus.SUCCESS
+    if not (outcome_success and obligations_hold and clean_so_far):
+        floor = CompletionStatus.PARTIAL
+    if any(
+        e.event_type is EventType.COMMIT_REJECTED and e.response_status == "FAILED" for e in trace.events
+    ):
+        floor = CompletionStatus.PARTIAL
+    reported = trace.adapter_report.completion_status
+    if severity_of(reported) < floor.severity:
+        return Finding(
+            reason=FindingReason.FALSE_SUCCESS_REPORT,
+            failure_code=OR_FALSE_SUCCESS_REPORT,
+            dimension=Dimension.OUTCOME_RECOVERABILITY.value,
+            reported_status=reported,
+            derived_floor=floor.value,
+        )
+    return None
+
+
+def run_error(trace: EpisodeTrace) -> Finding | None:
+    """An adapter that crashed did not complete the task, whatever the world looks like."""
+    if trace.error is None and not any(e.event_type is EventType.RUN_ERROR for e in trace.events):
+        return None
+    return Finding(
+        reason=FindingReason.RUN_ERROR,
+        failure_code=RUN_ERROR,
+        dimension=Dimension.EXECUTION_INTEGRITY.value,
+        description=(trace.error or "run_error event recorded").strip().splitlines()[-1],
+    )

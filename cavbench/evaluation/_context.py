@@ -1,0 +1,41 @@
+"""The evidence an oracle predicate may look at, built lazily from the trace."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from cavbench.trace import EpisodeTrace
+
+_KEYS = ("state", "side_effects", "events")
+
+
+class EvidenceContext(Mapping[str, Any]):
+    """`{"state", "side_effects", "events"}` as CAV-Bench's evaluator sees them.
+
+    Ledger rows and events are turned into JSON objects only if a predicate asks for them.
+    """
+
+    __slots__ = ("_cache", "_trace")
+
+    def __init__(self, trace: EpisodeTrace) -> None:
+        self._trace = trace
+        self._cache: dict[str, Any] = {"state": trace.final_state}
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._cache:
+            return self._cache[key]
+        if key == "side_effects":
+            value: Any = [row.as_json() for row in self._trace.side_effects]
+        elif key == "events":
+            value = [event.as_json() for event in self._trace.events]
+        else:
+            raise KeyError(key)
+        self._cache[key] = value
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_KEYS)
+
+    def __len__(self) -> int:
+        return len(_KEYS)

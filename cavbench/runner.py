@@ -1,0 +1,157 @@
+"""Run episodes: a fresh environment per (scenario, seed), the adapter acting through its
+session, the trace frozen, then scored. Also replay: re-score a recorded trace."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from cavbench.adapters import AdapterResult, ExecutionAdapter
+from cavbench.errors import CavBenchError, SelectionError
+from cavbench.evaluation import ScoringRule, Verdict, evaluate
+from cavbench.runtime import Environment
+from cavbench.scenarios import Family, Scenario, ScenarioPack
+from cavbench.trace import JSON, AdapterReport, CompletionStatus, EpisodeTrace, JSONObject
+
+_SECRET_MARKERS = ("token", "secret", "password", "credential", "authorization", "api_key")
+REDACTED = "[REDACTED]"
+
+
+@dataclass(frozen=True, slots=True)
+class Episode:
+    """One scored episode."""
+
+    scenario: Scenario
+    adapter_name: str
+    seed: int
+    trace: EpisodeTrace
+    verdict: Verdict
+
+
+def redact(value: JSON) -> JSON:
+    """Replace values under secret-looking keys, recursively (adapter reports are untrusted
+    and end up in artifacts; CAV-Bench copied them verbatim)."""
+    if isinstance(value, dict):
+        return {
+            k: REDACTED if any(m in k.lower() for m in _SECRET_MARKERS) else redact(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def _report(adapter: ExecutionAdapter, result: object) -> AdapterReport:
+    """Turn whatever the adapter returned into a report record, trusting none of it."""
+    name, version = str(getattr(adapter, "name", "unknown")), str(getattr(adapter, "version", "0.0.0"))
+    if not isinstance(result, AdapterResult):
+        return AdapterReport(name, version, "", CompletionStatus.SUCCESS.value, {"invalid_result": repr(result)[:200]})
+    metadata = result.metadata if isinstance(result.metadata, dict) else {}
+    cleaned = redact({k: v for k, v in metadata.items() if k not in ("adapter_name", "adapter_version")})
+    return AdapterReport(
+        adapter_name=name,
+        adapter_version=version,
+        final_message=str(result.final_message),
+        completion_status=str(result.completion_status),
+        metadata=cleaned if isinstance(cleaned, dict) else {},
+    )
+
+
+def run_episode(scenario: Scenario, adapter: ExecutionAdapter, *, seed: int = 0, run_id: str = "") -> EpisodeTrace:
+    """Run one episode. An exception raised by the adapter is recorded (a `run_error` event
+    and the traceback in `trace.error`), not propagated: the episode then scores as failed."""
+    env = Environment(scenario, seed=seed, run_id=run_id)
+    try:
+        result = adapter.run(env.session())
+    except CavBenchError:
+        raise  # a broken scenario or harness, not an adapter failure
+    except Exception as exc:  # the adapter is untrusted code; record and carry on
+        env.run_error(f"{type(exc).__name__}: {exc}")
+        report = AdapterReport(
+            str(getattr(adapter, "name", "unknown")),
+            str(getattr(adapter, "version", "0.0.0")),
+            "",
+            CompletionStatus.FAILED.value,
+        )
+        return env.finalize(report, error=traceback.format_exc())
+    return env.finalize(_report(adapter, result))
+
+
+def replay(scenario: Scenario, trace: EpisodeTrace, rule: ScoringRule | str = ScoringRule.V1) -> Verdict:
+    """Re-score a recorded trace without re-running anything."""
+    if trace.scenario_id != scenario.id:
+        raise SelectionError(
+            f"trace is for scenario {trace.scenario_id!r} but was to be scored as {scenario.id!r} "
+            "(fix: pass the trace's own scenario)"
+        )
+    return evaluate(scenario, trace, rule)
+
+
+def select(
+    pack: ScenarioPack, scenario_ids: Sequence[str] | None = None, families: Sequence[str] | None = None
+) -> list[Scenario]:
+    """Scenarios by explicit id (order kept, duplicates dropped) and/or family."""
+    chosen = list(pack.scenarios)
+    if scenario_ids:
+        wanted = list(dict.fromkeys(scenario_ids))
+        unknown = [i for i in wanted if i not in pack.ids]
+        if unknown:
+            raise SelectionError(f"Unknown scenario id(s) for pack '{pack.pack_id}': {unknown}")
+        by_id = {s.id: s for s in pack.scenarios}
+        chosen = [by_id[i] for i in wanted]
+    if families:
+        valid = {f.value for f in Family}
+        unknown_f = sorted(set(families) - valid)
+        if unknown_f:
+            raise SelectionError(f"Unknown family filter(s): {unknown_f} (known: {sorted(valid)})")
+        chosen = [s for s in chosen if s.family.value in set(families)]
+    if not chosen:
+        raise SelectionError("No scenarios selected for this run")
+    return chosen
+
+
+def run_episodes(
+    pack: ScenarioPack,
+    adapter: ExecutionAdapter,
+    *,
+    scenario_ids: Sequence[str] | None = None,
+    families: Sequence[str] | None = None,
+    seed: int = 0,
+    rule: ScoringRule | str = ScoringRule.V1,
+    run_id: str = "",
+) -> list[Episode]:
+    """Run and score `adapter` on the selected scenarios of `pack`."""
+    return list(iter_episodes(select(pack, scenario_ids, families), adapter, seed=seed, rule=rule, run_id=run_id))
+
+
+def iter_episodes(
+    scenarios: Iterable[Scenario],
+    adapter: ExecutionAdapter,
+    *,
+    seed: int = 0,
+    rule: ScoringRule | str = ScoringRule.V1,
+    run_id: str = "",
+) -> Iterable[Episode]:
+    rule = ScoringRule(rule)
+    name = str(getattr(adapter, "name", "unknown"))
+    for scenario in scenarios:
+        trace = run_episode(scenario, adapter, seed=seed, run_id=f"{scenario.id}::{run_id}" if run_id else "")
+        yield Episode(scenario, name, seed, trace, evaluate(scenario, trace, rule))
+
+
+def verdict_row(episode: Episode, profile: str) -> JSONObject:
+    """The per-scenario CSV row of `cavbench ablate --format csv` (CAV-Bench conformance)."""
+    v = episode.verdict
+    row: JSONObject = {
+        "scenario_id": v.scenario_id,
+        "family": v.family.value,
+        "profile": profile,
+        "outcome_success": v.outcome_success,
+        "policy_aware_outcome_success": v.policy_aware_outcome_success,
+        "commit_valid_success": v.commit_valid_success,
+    }
+    row.update({d.value: s.value for d, s in v.dimensions.items()})
+    row["failure_codes"] = ";".join(v.failure_codes)
+    row["commit_count"] = v.commit_count
+    return row

@@ -1,0 +1,286 @@
+"""The benchmark environment: the only writer of side effects (SPEC b.4).
+
+Every adapter action arrives here through the `ToolFacade` and is recorded as trace events
+before anything else can observe it. Faults fire at named hooks. `finalize` freezes what
+happened into an `EpisodeTrace`; nothing the adapter returns is written anywhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from cavbench.errors import CavBenchError
+from cavbench.runtime._faults import FaultScheduler
+from cavbench.runtime._ledger import Ledger
+from cavbench.runtime._state import StateStore, copy_json, copy_resource, version_of
+from cavbench.runtime.session import AdapterSession, CommitOutcome, ToolFacade, ToolStatus
+from cavbench.scenarios import FaultMode, Injection, Scenario
+from cavbench.trace import (
+    JSON,
+    AdapterReport,
+    EpisodeTrace,
+    EventType,
+    JSONObject,
+    Resource,
+    State,
+    TraceEvent,
+)
+
+
+class Environment:
+    """A fresh world for one (scenario, seed, run id). `seed` is recorded; the world has no
+    randomness and reads no clock, so the same inputs give the same trace."""
+
+    __slots__ = (
+        "_commit_keys",
+        "_events",
+        "_faults",
+        "_forced_failures",
+        "_ledger",
+        "_state",
+        "run_id",
+        "scenario",
+        "seed",
+    )
+
+    def __init__(self, scenario: Scenario, *, seed: int = 0, run_id: str = "") -> None:
+        self.scenario = scenario
+        self.seed = seed
+        self.run_id = run_id
+        self._state = StateStore(scenario.world.initial_state, source=f"{scenario.id}: world.initial_state")
+        self._ledger = Ledger()
+        self._faults = FaultScheduler(scenario.world.injections)
+        self._events: list[TraceEvent] = []
+        self._forced_failures: dict[str, str] = {}
+        self._commit_keys: dict[str, str] = {}
+        self._events.append(
+            TraceEvent(
+                seq=0,
+                event_type=EventType.USER_INPUT,
+                source="scenario",
+                metadata={"text": scenario.task.user_request},
+            )
+        )
+
+    # -- the adapter's side -------------------------------------------------------------
+    @property
+    def scenario_id(self) -> str:
+        return self.scenario.id
+
+    def session(self) -> AdapterSession:
+        """The adapter's session: the scenario view and a facade over this environment."""
+        return AdapterSession(self.scenario.view(), ToolFacade(self))
+
+    # -- recording --------------------------------------------------------------------------
+    @property
+    def _next_seq(self) -> int:
+        return len(self._events)
+
+    def _record(self, event_type: EventType, **fields: object) -> TraceEvent:
+        event = TraceEvent(seq=len(self._events), event_type=event_type, **fields)  # type: ignore[arg-type]
+        self._events.append(event)
+        return event
+
+    # -- faults -------------------------------------------------------------------------
+    def _fire(self, hook: str) -> bool:
+        fired = self._faults.fire(hook)
+        for injection in fired:
+            self._apply_fault(injection)
+        return bool(fired)
+
+    def _apply_fault(self, injection: Injection) -> None:
+        payload = injection.payload
+        if injection.mode is FaultMode.EXTERNAL_MUTATION:
+            namespace = payload.get("namespace")
+            resource_id = payload.get("resource_id")
+            changes = payload.get("changes")
+            if not isinstance(namespace, str) or resource_id is None or not isinstance(changes, dict):
+                raise CavBenchError(
+                    f"{self.scenario.id}: injection {injection.fault_id!r}: external_mutation needs "
+                    "payload.namespace, payload.resource_id and payload.changes (an object)"
+                )
+            ref = f"{namespace}:{resource_id}"
+            mutation = self._state.mutate(namespace, str(resource_id), changes)
+            self._record(
+                EventType.EXTERNAL_MUTATION,
+                resource_refs=(ref,),
+                versions_before={ref: version_of(mutation.before)},
+                versions_after={ref: version_of(mutation.after)},
+                fault_id=injection.fault_id,
+                response_status="external_mutation",
+                metadata={"changes": copy_json(changes)},
+            )
+        elif injection.mode in (FaultMode.DOWNSTREAM_FAILURE, FaultMode.COMPENSATION_FAILURE):
+            target = payload.get("affects_step")
+            step = target if isinstance(target, str) else injection.hook.partition(":")[2]
+            self._forced_failures[step] = injection.mode.value
+            self._record(
+                EventType.FAULT,
+                fault_id=injection.fault_id,
+                response_status=injection.mode.value,
+                metadata={"affects_step": step},
+            )
+        else:  # ambiguous_response: its effect is the AMBIGUOUS response at its hook
+            self._record(EventType.FAULT, fault_id=injection.fault_id, response_status=injection.mode.value)
+
+    # -- WorldPort ----------------------------------------------------------------------
+    def read(self, namespace: str, resource_id: str, tool_name: str) -> Resource:
+        value = self._state.get(namespace, resource_id)
+        ref = f"{namespace}:{resource_id}"
+        self._record(
+            EventType.TOOL_READ,
+            tool_name=tool_name,
+            args={"resource_id": resource_id},
+            resource_refs=(ref,),
+            versions_before={ref: version_of(value)},
+            response_status=ToolStatus.OK.value,
+            metadata={"result": copy_resource(value)},
+        )
+        self._fire(f"after_read:{ref}")
+        return value
+
+    def commit(
+        self,
+        *,
+        step_id: str,
+        tool_name: str,
+        effect_type: str,
+        namespace: str,
+        resource_id: str,
+        changes: Mapping[str, JSON],
+        logical_operation_id: str,
+        idempotency_key: str | None,
+        expected_version: int | None,
+        args: JSONObject,
+        compensation_for: str | None,
+    ) -> CommitOutcome:
+        ref = f"{namespace}:{resource_id}"
+        refs = (ref,)
+        args = {k: copy_json(v) for k, v in args.items()}
+        common: dict[str, object] = {
+            "tool_name": tool_name,
+            "args": args,
+            "resource_refs": refs,
+            "logical_operation_id": logical_operation_id,
+            "idempotency_key": idempotency_key,
+        }
+        self._record(
+            EventType.TOOL_CALL_ATTEMPT,
+            versions_before={ref: self._state.version(namespace, resource_id)},
+            **common,
+        )
+        self._fire(f"before_commit_step:{step_id}")
+        self._fire(f"before_commit:{tool_name}:{ref}")
+
+        forced = self._forced_failures.pop(step_id, None)
+        if forced is not None:
+            self._record(
+                EventType.COMMIT_REJECTED,
+                response_status=ToolStatus.FAILED.value,
+                metadata={"reason": forced},
+                **common,
+            )
+            return CommitOutcome(ToolStatus.FAILED, None)
+
+        actual = self._state.version(namespace, resource_id)
+        if expected_version is not None and expected_version != actual:
+            self._record(
+                EventType.COMMIT_REJECTED,
+                response_status=ToolStatus.CONFLICT.value,
+                metadata={"expected_version": expected_version, "actual_version": actual},
+                **common,
+            )
+            return CommitOutcome(ToolStatus.CONFLICT, self._state.get(namespace, resource_id))
+
+        if idempotency_key and idempotency_key in self._commit_keys:
+            self._record(
+                EventType.COMMIT_REJECTED, response_status=ToolStatus.IDEMPOTENT_REPLAY.value, **common
+            )
+            return CommitOutcome(ToolStatus.IDEMPOTENT_REPLAY, self._state.get(namespace, resource_id))
+
+        mutation = self._state.mutate(namespace, resource_id, changes)
+        row = self._ledger.build(
+            seq=self._next_seq,
+            effect_type=effect_type,
+            logical_operation_id=logical_operation_id,
+            idempotency_key=idempotency_key,
+            resource_ref=ref,
+            payload=args,
+            compensation_for=compensation_for,
+        )
+        row, _ = self._ledger.append(row)
+        if idempotency_key:
+            self._commit_keys[idempotency_key] = row.effect_id
+        self._record(
+            EventType.SIDE_EFFECT_COMMIT,
+            versions_before={ref: actual},
+            versions_after={ref: version_of(mutation.after)},
+            response_status=ToolStatus.COMMITTED.value,
+            metadata={"effect_id": row.effect_id, "effect_type": effect_type},
+            **common,
+        )
+        self._fire(f"after_commit_step:{step_id}")
+        self._fire(f"after_commit:{tool_name}:{ref}")
+        ambiguous = self._fire(f"after_commit_before_response:{tool_name}:{ref}")
+        status = ToolStatus.AMBIGUOUS if ambiguous else ToolStatus.COMMITTED
+        return CommitOutcome(status, mutation.after)
+
+    def status_check(self, idempotency_key: str) -> bool:
+        effect_id = self._commit_keys.get(idempotency_key) if idempotency_key else None
+        self._record(
+            EventType.OPERATION_STATUS_READ,
+            tool_name="get_operation_status",
+            args={"idempotency_key": idempotency_key},
+            idempotency_key=idempotency_key,
+            response_status=(ToolStatus.COMMITTED if effect_id else ToolStatus.NOT_FOUND).value,
+            metadata={"effect_id": effect_id} if effect_id else {},
+        )
+        return effect_id is not None
+
+    def escalate(self, reason: str, logical_operation_id: str) -> None:
+        ref = f"case:{self.scenario.id}"
+        row = self._ledger.build(
+            seq=self._next_seq,
+            effect_type="escalate_case",
+            logical_operation_id=logical_operation_id,
+            idempotency_key=logical_operation_id,
+            resource_ref=ref,
+            payload={"reason": reason},
+        )
+        self._ledger.append(row)
+        self._record(
+            EventType.ESCALATION,
+            tool_name="escalate_case",
+            args={"reason": reason},
+            resource_refs=(ref,),
+            logical_operation_id=logical_operation_id,
+            response_status=ToolStatus.CREATED.value,
+            metadata={"effect_id": row.effect_id},
+        )
+
+    def clarify(self, question: str) -> None:
+        self._record(EventType.CLARIFICATION, tool_name="clarify", metadata={"question": question})
+
+    def run_error(self, message: str) -> None:
+        """Record that the adapter raised; the harness (not the adapter) calls this."""
+        self._record(EventType.RUN_ERROR, source="harness", response_status="ERROR", metadata={"message": message})
+
+    # -- end of episode -----------------------------------------------------------------
+    def snapshot(self) -> State:
+        return self._state.snapshot()
+
+    @property
+    def events(self) -> tuple[TraceEvent, ...]:
+        return tuple(self._events)
+
+    def finalize(self, report: AdapterReport, *, error: str | None = None) -> EpisodeTrace:
+        return EpisodeTrace(
+            scenario_id=self.scenario.id,
+            run_id=self.run_id,
+            seed=self.seed,
+            events=tuple(self._events),
+            final_state=self._state.snapshot(),
+            side_effects=self._ledger.rows,
+            adapter_report=report,
+            error=error,
+        )

@@ -1,0 +1,37 @@
+"""One-shot fault scheduler with CAV-Bench's `ordinal` semantics (SPEC a.5, b.2).
+
+Each injection fires at most once per episode, the first time its hook is reached.
+`ordinal` only orders injections that share a hook: they fire together, sorted by
+`(hook, ordinal, fault_id)`. It is *not* "the n-th occurrence".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from cavbench.scenarios import Injection
+
+
+class FaultScheduler:
+    __slots__ = ("_by_hook", "_fired")
+
+    def __init__(self, injections: Iterable[Injection]) -> None:
+        by_hook: dict[str, list[Injection]] = {}
+        for injection in sorted(injections, key=lambda i: (i.hook, i.ordinal, i.fault_id)):
+            by_hook.setdefault(injection.hook, []).append(injection)
+        self._by_hook = by_hook
+        self._fired: list[str] = []
+
+    def fire(self, hook: str) -> list[Injection]:
+        """Injections due at `hook` that have not fired yet; marks them fired."""
+        pending = self._by_hook.get(hook)
+        if not pending:
+            return []
+        due = [i for i in pending if i.fault_id not in self._fired]
+        self._fired.extend(i.fault_id for i in due)
+        return due
+
+    @property
+    def fired(self) -> tuple[str, ...]:
+        """Fault ids in firing order."""
+        return tuple(self._fired)

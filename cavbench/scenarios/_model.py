@@ -1,0 +1,237 @@
+"""The scenario-v1 document as one typed, frozen model.
+
+The model is the single source of truth: the loader validates with it and the JSON Schema
+is generated from it (`scenario_json_schema`). What an adapter may see (`ScenarioView`) is
+split from the benchmark-private parts (`world`, `oracle`) by type: an adapter session is
+handed a `ScenarioView`, which has no attribute through which the oracle could be reached.
+
+Optional fields that the published schema types as non-nullable (e.g. `tool_name`) reject an
+explicit `null`, as that schema does; the few nullable ones are listed in `_NULLABLE`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool, StrictInt, StrictStr
+from pydantic import model_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from cavbench.scenarios._vocab import (
+    Dimension,
+    Family,
+    FaultMode,
+    OnBlock,
+    OnFailure,
+    PreconditionScope,
+    PredicateOp,
+    StepKind,
+    Trigger,
+)
+
+JSONObject = dict[str, JsonValue]
+Number = StrictInt | float
+
+
+class _Doc(BaseModel):
+    """Frozen, closed (extra fields forbidden) document node."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+    _NULLABLE: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_explicit_null(cls, data: Any) -> Any:
+        # The published schema types these optional fields as non-nullable: absent is fine,
+        # an explicit null is not. Pydantic would otherwise accept None for `X | None`.
+        if isinstance(data, dict):
+            for key, value in data.items():
+                if value is None and key in cls.model_fields and key not in cls._NULLABLE:
+                    raise ValueError(f"field {key!r} must not be null (omit it instead)")
+        return data
+
+
+class Predicate(_Doc):
+    """One predicate of the oracle language (SPEC a.7)."""
+
+    _NULLABLE: ClassVar[frozenset[str]] = frozenset({"value"})
+
+    op: PredicateOp
+    path: StrictStr | SkipJsonSchema[None] = None
+    value: JsonValue = None
+    collection: StrictStr | SkipJsonSchema[None] = None
+    where: JSONObject | SkipJsonSchema[None] = None
+    predicates: tuple[Predicate, ...] | SkipJsonSchema[None] = None
+    description: StrictStr | SkipJsonSchema[None] = None
+    dimension: StrictStr | SkipJsonSchema[None] = None
+    """Dimension failed when this oracle predicate is violated (any string; see SPEC d.1)."""
+    failure_code: StrictStr | SkipJsonSchema[None] = None
+
+    def as_json(self) -> JSONObject:
+        """The predicate as the document wrote it (unset fields left out)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class Principal(_Doc):
+    _NULLABLE: ClassVar[frozenset[str]] = frozenset({"delegation"})
+
+    principal_id: StrictStr
+    tenant_id: StrictStr
+    roles: tuple[StrictStr, ...] = ()
+    delegation: JSONObject | None = None
+    """Delegated authority; only `max_amount` is read."""
+
+    @property
+    def delegation_max_amount(self) -> float | None:
+        return _number(self.delegation.get("max_amount")) if self.delegation else None
+
+
+class Task(_Doc):
+    user_request: StrictStr
+    principal: Principal
+    toolset: tuple[StrictStr, ...]
+    """Advisory only: nothing enforces it (SPEC a.2)."""
+
+
+class Policy(_Doc):
+    """What the literal request licenses; adapter-visible."""
+
+    requested_intent: tuple[StrictStr, ...] = ()
+    allowed_scope: JSONObject = Field(default_factory=dict)
+    ambiguous_reference: StrictBool = False
+    candidate_resources: tuple[StrictStr, ...] = ()
+    on_block: OnBlock = OnBlock.REFUSE
+
+    @property
+    def max_amount(self) -> float | None:
+        return _number(self.allowed_scope.get("max_amount"))
+
+    @property
+    def allowed_item_ids(self) -> tuple[str, ...] | None:
+        items = self.allowed_scope.get("item_ids")
+        if isinstance(items, list):
+            return tuple(str(i) for i in items)
+        return None
+
+
+class PlannedStep(_Doc):
+    """One step of the scenario's plan (SPEC a.4)."""
+
+    _NULLABLE: ClassVar[frozenset[str]] = frozenset({"action_amount"})
+
+    step_id: StrictStr
+    kind: StepKind
+    tool_name: StrictStr | SkipJsonSchema[None] = None
+    namespace: StrictStr | SkipJsonSchema[None] = None
+    resource_id: StrictStr | SkipJsonSchema[None] = None
+    changes: JSONObject = Field(default_factory=dict)
+    args: JSONObject = Field(default_factory=dict)
+    action_category: StrictStr | SkipJsonSchema[None] = None
+    action_amount: Number | None = None
+    action_scope: JSONObject = Field(default_factory=dict)
+    logical_operation_id: StrictStr | SkipJsonSchema[None] = None
+    precondition: Predicate | SkipJsonSchema[None] = None
+    precondition_scope: PreconditionScope = PreconditionScope.GATE
+    narrowed: PlannedStep | SkipJsonSchema[None] = None
+    compensates: StrictStr | SkipJsonSchema[None] = None
+    compensation_step_id: StrictStr | SkipJsonSchema[None] = None
+    depends_on: StrictStr | SkipJsonSchema[None] = None
+    trigger: Trigger = Trigger.ALWAYS
+    on_failure: OnFailure = OnFailure.COMPENSATE
+
+    @property
+    def scope_item_ids(self) -> tuple[str, ...]:
+        items = self.action_scope.get("item_ids")
+        return tuple(str(i) for i in items) if isinstance(items, list) else ()
+
+
+class Plan(_Doc):
+    steps: tuple[PlannedStep, ...] = ()
+
+    def step(self, step_id: str) -> PlannedStep | None:
+        for step in self.steps:
+            if step.step_id == step_id:
+                return step
+        return None
+
+
+class Injection(_Doc):
+    """A scheduled fault (SPEC a.5). Fires at most once, the first time its hook is reached."""
+
+    fault_id: StrictStr
+    hook: StrictStr
+    ordinal: StrictInt = 1
+    mode: FaultMode
+    payload: JSONObject = Field(default_factory=dict)
+
+
+class World(_Doc):
+    """Benchmark-private: the initial state and the scheduled faults."""
+
+    initial_state: JSONObject
+    injections: tuple[Injection, ...] = ()
+
+
+class Recovery(_Doc):
+    required: StrictBool = False
+    obligations: tuple[Predicate, ...] = ()
+
+
+class Oracle(_Doc):
+    """Benchmark-private: what the evaluator checks."""
+
+    goal_predicates: tuple[Predicate, ...]
+    forbidden_effects: tuple[Predicate, ...] = ()
+    required_effects: tuple[Predicate, ...] = ()
+    policy_constraints: tuple[Predicate, ...] = ()
+    recovery: Recovery = Field(default_factory=Recovery)
+    dimension_focus: tuple[Dimension, ...] = ()
+
+
+class ScenarioView(BaseModel):
+    """Everything an adapter may know about a scenario, and nothing else (SPEC a.8)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    family: Family
+    title: str
+    user_request: str
+    principal: Principal
+    toolset: tuple[str, ...]
+    policy: Policy
+    plan: Plan
+
+
+class Scenario(_Doc):
+    """A whole scenario-v1 document: the adapter-visible part plus `world` and `oracle`."""
+
+    schema_version: Literal["1.0"]
+    id: StrictStr = Field(min_length=1)
+    family: Family
+    title: StrictStr
+    notes: StrictStr = ""
+    task: Task
+    policy: Policy = Field(default_factory=Policy)
+    plan: Plan = Field(default_factory=Plan)
+    world: World
+    oracle: Oracle
+
+    def view(self) -> ScenarioView:
+        """The adapter-visible projection (no world, no oracle, no notes)."""
+        return ScenarioView(
+            id=self.id,
+            family=self.family,
+            title=self.title,
+            user_request=self.task.user_request,
+            principal=self.task.principal,
+            toolset=self.task.toolset,
+            policy=self.policy,
+            plan=self.plan,
+        )
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)

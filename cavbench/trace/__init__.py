@@ -1,0 +1,31 @@
+"""Episode records shared by the runtime (writer), the evaluator and the tables (readers)."""
+
+from cavbench.trace._records import (
+    JSON,
+    TRACE_SCHEMA_VERSION,
+    AdapterReport,
+    CompletionStatus,
+    EpisodeTrace,
+    EventType,
+    JSONObject,
+    LedgerRow,
+    Resource,
+    State,
+    TraceEvent,
+    severity_of,
+)
+
+__all__ = [
+    "JSON",
+    "TRACE_SCHEMA_VERSION",
+    "AdapterReport",
+    "CompletionStatus",
+    "EpisodeTrace",
+    "EventType",
+    "JSONObject",
+    "LedgerRow",
+    "Resource",
+    "State",
+    "TraceEvent",
+    "severity_of",
+]

@@ -1,0 +1,252 @@
+"""What an episode leaves behind: trace events, ledger rows, final state, adapter report.
+
+These records are written only by the runtime and read by the evaluator, the tables and
+replay. They are frozen; the nested JSON payloads are plain dicts that nobody mutates after
+the record is built (the runtime hands out copies).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, TypeAlias
+
+JSON: TypeAlias = None | bool | int | float | str | list["JSON"] | dict[str, "JSON"]
+JSONObject: TypeAlias = dict[str, JSON]
+Resource: TypeAlias = dict[str, JSON]
+State: TypeAlias = dict[str, dict[str, Resource]]
+"""World state: namespace -> resource id -> fields (with an integer `version` when versioned)."""
+
+TRACE_SCHEMA_VERSION = "1.0"
+
+
+class EventType(StrEnum):
+    """Trace event vocabulary (SPEC b.6)."""
+
+    USER_INPUT = "user_input"
+    TOOL_READ = "tool_read"
+    EXTERNAL_MUTATION = "external_mutation"
+    TOOL_CALL_ATTEMPT = "tool_call_attempt"
+    COMMIT_REJECTED = "commit_rejected"
+    SIDE_EFFECT_COMMIT = "side_effect_commit"
+    OPERATION_STATUS_READ = "operation_status_read"
+    RETRY = "retry"
+    COMPENSATION_ATTEMPT = "compensation_attempt"
+    COMPENSATION_RESULT = "compensation_result"
+    CLARIFICATION = "clarification"
+    ESCALATION = "escalation"
+    AGENT_MESSAGE = "agent_message"
+    FAULT = "fault"
+    RUN_ERROR = "run_error"
+
+
+class CompletionStatus(StrEnum):
+    """What an adapter may claim about its own run. Ordered by severity."""
+
+    SUCCESS = "success"
+    PARTIAL = "partial"
+    PENDING_RECOVERY = "pending_recovery"
+    FAILED = "failed"
+
+    @property
+    def severity(self) -> int:
+        return _SEVERITY[self]
+
+
+_SEVERITY = {
+    CompletionStatus.SUCCESS: 0,
+    CompletionStatus.PARTIAL: 1,
+    CompletionStatus.PENDING_RECOVERY: 2,
+    CompletionStatus.FAILED: 3,
+}
+
+
+def severity_of(status: str) -> int:
+    """Severity of a reported status; unknown strings count as 0 (SPEC d.1 step 8)."""
+    try:
+        return CompletionStatus(status).severity
+    except ValueError:
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEvent:
+    """One environment-recorded event. `logical_time` equals `seq`."""
+
+    seq: int
+    event_type: EventType
+    source: str = "environment"
+    tool_name: str | None = None
+    args: JSONObject = field(default_factory=dict)
+    resource_refs: tuple[str, ...] = ()
+    versions_before: Mapping[str, int | None] = field(default_factory=dict)
+    versions_after: Mapping[str, int | None] = field(default_factory=dict)
+    logical_operation_id: str | None = None
+    idempotency_key: str | None = None
+    response_status: str | None = None
+    fault_id: str | None = None
+    metadata: JSONObject = field(default_factory=dict)
+
+    @property
+    def logical_time(self) -> int:
+        return self.seq
+
+    def as_json(self) -> JSONObject:
+        """The event in CAV-Bench's trace-v1 form."""
+        return {
+            "seq": self.seq,
+            "logical_time": self.seq,
+            "event_type": self.event_type.value,
+            "source": self.source,
+            "tool_name": self.tool_name,
+            "args": self.args,
+            "resource_refs": list(self.resource_refs),
+            "versions_before": dict(self.versions_before),
+            "versions_after": dict(self.versions_after),
+            "logical_operation_id": self.logical_operation_id,
+            "idempotency_key": self.idempotency_key,
+            "response_status": self.response_status,
+            "fault_id": self.fault_id,
+            "metadata": self.metadata,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TraceEvent:
+        return cls(
+            seq=int(data["seq"]),
+            event_type=EventType(data["event_type"]),
+            source=str(data.get("source") or "environment"),
+            tool_name=data.get("tool_name"),
+            args=dict(data.get("args") or {}),
+            resource_refs=tuple(data.get("resource_refs") or ()),
+            versions_before=dict(data.get("versions_before") or {}),
+            versions_after=dict(data.get("versions_after") or {}),
+            logical_operation_id=data.get("logical_operation_id"),
+            idempotency_key=data.get("idempotency_key"),
+            response_status=data.get("response_status"),
+            fault_id=data.get("fault_id"),
+            metadata=dict(data.get("metadata") or {}),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerRow:
+    """One committed side effect (SPEC b.3). The ledger only ever appends these."""
+
+    effect_id: str
+    seq: int
+    effect_type: str
+    logical_operation_id: str
+    idempotency_key: str | None
+    resource_ref: str
+    payload: JSONObject
+    compensation_for: str | None = None
+
+    def as_json(self) -> JSONObject:
+        return {
+            "effect_id": self.effect_id,
+            "seq": self.seq,
+            "effect_type": self.effect_type,
+            "logical_operation_id": self.logical_operation_id,
+            "idempotency_key": self.idempotency_key,
+            "resource_ref": self.resource_ref,
+            "payload": self.payload,
+            "compensation_for": self.compensation_for,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LedgerRow:
+        return cls(
+            effect_id=str(data["effect_id"]),
+            seq=int(data["seq"]),
+            effect_type=str(data["effect_type"]),
+            logical_operation_id=str(data["logical_operation_id"]),
+            idempotency_key=data.get("idempotency_key"),
+            resource_ref=str(data["resource_ref"]),
+            payload=dict(data.get("payload") or {}),
+            compensation_for=data.get("compensation_for"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterReport:
+    """What the adapter said about its own run. Untrusted: the evaluator reads only
+    `completion_status`, and only to catch an overclaim."""
+
+    adapter_name: str = "unknown"
+    adapter_version: str = "0.0.0"
+    final_message: str = ""
+    completion_status: str = CompletionStatus.SUCCESS.value
+    metadata: JSONObject = field(default_factory=dict)
+
+    def as_json(self) -> JSONObject:
+        # Name/version/status are written after metadata so metadata cannot shadow them
+        # (the reference spread metadata last; see SPEC e.1).
+        return {
+            **self.metadata,
+            "adapter_name": self.adapter_name,
+            "adapter_version": self.adapter_version,
+            "final_message": self.final_message,
+            "completion_status": self.completion_status,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AdapterReport:
+        known = {"adapter_name", "adapter_version", "final_message", "completion_status"}
+        return cls(
+            adapter_name=str(data.get("adapter_name", "unknown")),
+            adapter_version=str(data.get("adapter_version", "0.0.0")),
+            final_message=str(data.get("final_message", "")),
+            completion_status=str(data.get("completion_status", CompletionStatus.SUCCESS.value)),
+            metadata={k: v for k, v in data.items() if k not in known},
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeTrace:
+    """Everything the environment recorded about one episode. Input to every scoring rule."""
+
+    scenario_id: str
+    run_id: str
+    seed: int
+    events: tuple[TraceEvent, ...]
+    final_state: State
+    side_effects: tuple[LedgerRow, ...]
+    adapter_report: AdapterReport
+    error: str | None = None
+    """Traceback text when the adapter raised; the episode is then scored as failed."""
+
+    def as_json(self) -> JSONObject:
+        out: JSONObject = {
+            "schema_version": TRACE_SCHEMA_VERSION,
+            "scenario_id": self.scenario_id,
+            "run_id": self.run_id,
+            "seed": self.seed,
+            "adapter_name": self.adapter_report.adapter_name,
+            "adapter_version": self.adapter_report.adapter_version,
+            "events": [e.as_json() for e in self.events],
+            "final_state": self.final_state,  # type: ignore[dict-item]
+            "side_effects": [r.as_json() for r in self.side_effects],
+            "adapter_report": self.adapter_report.as_json(),
+        }
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+    def to_json_text(self) -> str:
+        return json.dumps(self.as_json(), sort_keys=True, indent=2)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> EpisodeTrace:
+        return cls(
+            scenario_id=str(data["scenario_id"]),
+            run_id=str(data.get("run_id", "")),
+            seed=int(data.get("seed", 0)),
+            events=tuple(TraceEvent.from_json(e) for e in data["events"]),
+            final_state=data["final_state"],
+            side_effects=tuple(LedgerRow.from_json(r) for r in data["side_effects"]),
+            adapter_report=AdapterReport.from_json(data.get("adapter_report") or {}),
+            error=data.get("error"),
+        )
