@@ -26,13 +26,25 @@ EXIT_OK, EXIT_ERROR, EXIT_THRESHOLD = 0, 1, 2
 # Modules that add subcommands; each exposes register(subparsers).
 EXTENSIONS = ("cavbench.tables.cli", "cavbench.audit.cli", "pipelines.cli")
 CSV_COLUMNS = (
-    "scenario_id", "family", "profile", "outcome_success", "policy_aware_outcome_success",
-    "commit_valid_success", "intent_grounding", "authority_validity", "temporal_state_validity",
-    "execution_integrity", "outcome_recoverability", "failure_codes", "commit_count",
+    "scenario_id",
+    "family",
+    "profile",
+    "outcome_success",
+    "policy_aware_outcome_success",
+    "commit_valid_success",
+    "intent_grounding",
+    "authority_validity",
+    "temporal_state_validity",
+    "execution_integrity",
+    "outcome_recoverability",
+    "failure_codes",
+    "commit_count",
 )
 FAMILY_ABBREV = {
-    Family.EXECUTION_RECOVERY: "ER", Family.INTENT_AUTHORITY: "IA",
-    Family.STABLE_HAPPY_PATH: "HP", Family.STATE_MUTATION: "ST",
+    Family.EXECUTION_RECOVERY: "ER",
+    Family.INTENT_AUTHORITY: "IA",
+    Family.STABLE_HAPPY_PATH: "HP",
+    Family.STATE_MUTATION: "ST",
 }
 
 
@@ -40,7 +52,14 @@ def _command(argv: Sequence[str]) -> str:
     return " ".join(["cavbench", *argv])
 
 
-def _run_id(adapter: str, pack_id: str, seed: int, rule: ScoringRule, scenarios: Sequence[str], families: Sequence[str]) -> str:
+def _run_id(
+    adapter: str,
+    pack_id: str,
+    seed: int,
+    rule: ScoringRule,
+    scenarios: Sequence[str],
+    families: Sequence[str],
+) -> str:
     """Deterministic: the same selection always names the same directory (no clock)."""
     rid = f"{adapter}-{pack_id}-seed{seed}"
     if rule is not ScoringRule.V1:
@@ -59,26 +78,41 @@ class ProfileRun:
     episodes: list[Episode]
 
 
-def _profiles_run(args: argparse.Namespace, profiles: Sequence[Profile], argv: Sequence[str]) -> dict[Profile, ProfileRun]:
+def _profiles_run(
+    args: argparse.Namespace, profiles: Sequence[Profile], argv: Sequence[str]
+) -> dict[Profile, ProfileRun]:
     pack = load_pack(args.pack)
     rule = ScoringRule(args.rule)
     select(pack, args.scenario, args.family)  # fail fast on a bad selection
     out: dict[Profile, ProfileRun] = {}
     for profile in profiles:
         adapter = baseline(profile)
-        run_id = _run_id(profile.value, pack.pack_id, args.seed, rule, args.scenario or (), args.family or ())
-        episodes = run_episodes(pack, adapter, scenario_ids=args.scenario, families=args.family,
-                                seed=args.seed, rule=rule, run_id=run_id)
+        run_id = _run_id(
+            profile.value, pack.pack_id, args.seed, rule, args.scenario or (), args.family or ()
+        )
+        episodes = run_episodes(
+            pack,
+            adapter,
+            scenario_ids=args.scenario,
+            families=args.family,
+            seed=args.seed,
+            rule=rule,
+            run_id=run_id,
+        )
         out[profile] = ProfileRun(run_id, episodes)
         if args.output is not None:
-            info = RunInfo(run_id, pack, adapter.name, adapter.version, args.seed, rule, _command(argv))
+            info = RunInfo(
+                run_id, pack, adapter.name, adapter.version, args.seed, rule, _command(argv)
+            )
             write_run(Path(args.output), info, episodes)
     return out
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     pack = load_pack(args.pack_arg or args.pack)
-    print(f"OK: pack '{pack.pack_id}' v{pack.pack_version} -- {len(pack)} scenarios valid, digest {pack.digest}")
+    print(
+        f"OK: pack '{pack.pack_id}' v{pack.pack_version} -- {len(pack)} scenarios valid, digest {pack.digest}"
+    )
     return EXIT_OK
 
 
@@ -130,7 +164,10 @@ def cmd_ablate(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.output is not None:
         write_ablation_summary(
             Path(args.output),
-            {p.value: (r.run_id, summarize(e.verdict for e in r.episodes).overall) for p, r in runs.items()},
+            {
+                p.value: (r.run_id, summarize(e.verdict for e in r.episodes).overall)
+                for p, r in runs.items()
+            },
         )
         print(f"Wrote ablation to {Path(args.output).resolve()}", file=sys.stderr)
     if args.format == "csv":
@@ -140,7 +177,9 @@ def cmd_ablate(args: argparse.Namespace, argv: Sequence[str]) -> int:
         for profile, episodes in results.items():
             for episode in episodes:
                 row = verdict_row(episode, profile.value)
-                writer.writerow({k: str(v).lower() if isinstance(v, bool) else v for k, v in row.items()})
+                writer.writerow(
+                    {k: str(v).lower() if isinstance(v, bool) else v for k, v in row.items()}
+                )
         sys.stdout.write(buf.getvalue())
     elif args.format == "json":
         data: dict[str, Any] = {}
@@ -148,8 +187,12 @@ def cmd_ablate(args: argparse.Namespace, argv: Sequence[str]) -> int:
             m = summarize(e.verdict for e in episodes)
             data[profile.value] = {
                 "overall": m.overall.as_json(),
-                "counts": {"n": m.overall.n, "outcome": m.overall.outcome,
-                           "policy_aware": m.overall.policy_aware, "commit_valid": m.overall.commit_valid},
+                "counts": {
+                    "n": m.overall.n,
+                    "outcome": m.overall.outcome,
+                    "policy_aware": m.overall.policy_aware,
+                    "commit_valid": m.overall.commit_valid,
+                },
                 "by_family": {f.value: c.as_json() for f, c in m.by_family.items()},
                 "episodes": [verdict_row(e, profile.value) for e in episodes],
             }
@@ -170,7 +213,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         try:
             scenario = pack.get(args.scenario or trace.scenario_id)
         except KeyError:
-            raise SelectionError(f"{target}: scenario {args.scenario or trace.scenario_id!r} is not in pack '{pack.pack_id}'") from None
+            raise SelectionError(
+                f"{target}: scenario {args.scenario or trace.scenario_id!r} is not in pack '{pack.pack_id}'"
+            ) from None
         verdict = replay(scenario, trace, rule or ScoringRule.V1)
         print(json.dumps(verdict.as_json(), indent=2, sort_keys=True))
         return EXIT_OK
@@ -197,12 +242,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _selection_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--pack", default="core-v1", help="built-in pack id or a pack directory (default core-v1)")
+    p.add_argument(
+        "--pack", default="core-v1", help="built-in pack id or a pack directory (default core-v1)"
+    )
     p.add_argument("--scenario", action="append", help="scenario id (repeatable)")
     p.add_argument("--family", action="append", help="scenario family (repeatable)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--rule", default=ScoringRule.V1.value, choices=[r.value for r in ScoringRule],
-                   help="scoring rule (default v1, CAV-Bench compatible)")
+    p.add_argument(
+        "--rule",
+        default=ScoringRule.V1.value,
+        choices=[r.value for r in ScoringRule],
+        help="scoring rule (default v1, CAV-Bench compatible)",
+    )
 
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
@@ -224,19 +275,27 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     _selection_flags(p)
     p.add_argument("--profile", default=Profile.DIRECT.value, choices=[x.value for x in Profile])
     p.add_argument("--output", default="runs", help="where run directories go (default runs/)")
-    p.add_argument("--fail-on-cvsr-below", type=float, metavar="T",
-                   help="exit 2 when the overall CVSR is below T (0..1)")
+    p.add_argument(
+        "--fail-on-cvsr-below",
+        type=float,
+        metavar="T",
+        help="exit 2 when the overall CVSR is below T (0..1)",
+    )
     p.set_defaults(func=lambda a: cmd_run(a, argv))
 
     p = sub.add_parser("ablate", help="run all five baseline profiles on a pack")
     _selection_flags(p)
-    p.add_argument("--output", default="runs/ablation", help="where to write (default runs/ablation)")
+    p.add_argument(
+        "--output", default="runs/ablation", help="where to write (default runs/ablation)"
+    )
     p.add_argument("--format", default="table", choices=["table", "csv", "json"])
     p.set_defaults(func=lambda a: cmd_ablate(a, argv))
 
     p = sub.add_parser("replay", help="re-score recorded episodes without re-running them")
     p.add_argument("target", help="a run or ablation directory, or one trace JSON file")
-    p.add_argument("--pack", default=None, help="pack to score against (default: the one the run recorded)")
+    p.add_argument(
+        "--pack", default=None, help="pack to score against (default: the one the run recorded)"
+    )
     p.add_argument("--scenario", default=None, help="scenario id for a single trace file")
     p.add_argument("--rule", default=None, choices=[r.value for r in ScoringRule])
     p.set_defaults(func=cmd_replay)

@@ -100,7 +100,10 @@ def write_ablation_summary(root: Path, runs: Mapping[str, tuple[str, RateCounts]
     summary = {
         "study_type": "controlled architecture ablation",
         "important_limitation": "deterministic baseline strategies, not model performance",
-        "profiles": {name: {"run_id": run_id, "metrics": counts.as_json()} for name, (run_id, counts) in runs.items()},
+        "profiles": {
+            name: {"run_id": run_id, "metrics": counts.as_json()}
+            for name, (run_id, counts) in runs.items()
+        },
     }
     (root / SUMMARY).write_text(_dump(summary), encoding="utf-8")
 
@@ -109,7 +112,9 @@ def read_run(run_dir: Path) -> tuple[dict[str, Any], list[EpisodeTrace], list[di
     """Manifest, traces and recorded evaluations of a run directory."""
     for name in (MANIFEST, TRACES, EVALUATIONS):
         if not (run_dir / name).is_file():
-            raise CavBenchError(f"{run_dir}: missing {name} (fix: point at a directory written by `cavbench run`)")
+            raise CavBenchError(
+                f"{run_dir}: missing {name} (fix: point at a directory written by `cavbench run`)"
+            )
     info = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
     with open(run_dir / TRACES, encoding="utf-8") as fh:
         traces = [EpisodeTrace.from_json(json.loads(line)) for line in fh if line.strip()]
@@ -124,5 +129,7 @@ def run_dirs(path: Path) -> list[Path]:
         return [path]
     found = sorted(p.parent for p in path.glob(f"*/{MANIFEST}"))
     if not found:
-        raise CavBenchError(f"{path}: neither a run directory nor an ablation directory (no {MANIFEST} found)")
+        raise CavBenchError(
+            f"{path}: neither a run directory nor an ablation directory (no {MANIFEST} found)"
+        )
     return found

@@ -44,11 +44,22 @@ def redact(value: JSON) -> JSON:
 
 def _report(adapter: ExecutionAdapter, result: object) -> AdapterReport:
     """Turn whatever the adapter returned into a report record, trusting none of it."""
-    name, version = str(getattr(adapter, "name", "unknown")), str(getattr(adapter, "version", "0.0.0"))
+    name, version = (
+        str(getattr(adapter, "name", "unknown")),
+        str(getattr(adapter, "version", "0.0.0")),
+    )
     if not isinstance(result, AdapterResult):
-        return AdapterReport(name, version, "", CompletionStatus.SUCCESS.value, {"invalid_result": repr(result)[:200]})
+        return AdapterReport(
+            name,
+            version,
+            "",
+            CompletionStatus.SUCCESS.value,
+            {"invalid_result": repr(result)[:200]},
+        )
     metadata = result.metadata if isinstance(result.metadata, dict) else {}
-    cleaned = redact({k: v for k, v in metadata.items() if k not in ("adapter_name", "adapter_version")})
+    cleaned = redact(
+        {k: v for k, v in metadata.items() if k not in ("adapter_name", "adapter_version")}
+    )
     return AdapterReport(
         adapter_name=name,
         adapter_version=version,
@@ -58,7 +69,9 @@ def _report(adapter: ExecutionAdapter, result: object) -> AdapterReport:
     )
 
 
-def run_episode(scenario: Scenario, adapter: ExecutionAdapter, *, seed: int = 0, run_id: str = "") -> EpisodeTrace:
+def run_episode(
+    scenario: Scenario, adapter: ExecutionAdapter, *, seed: int = 0, run_id: str = ""
+) -> EpisodeTrace:
     """Run one episode. An exception raised by the adapter is recorded (a `run_error` event
     and the traceback in `trace.error`), not propagated: the episode then scores as failed."""
     env = Environment(scenario, seed=seed, run_id=run_id)
@@ -78,7 +91,9 @@ def run_episode(scenario: Scenario, adapter: ExecutionAdapter, *, seed: int = 0,
     return env.finalize(_report(adapter, result))
 
 
-def replay(scenario: Scenario, trace: EpisodeTrace, rule: ScoringRule | str = ScoringRule.V1) -> Verdict:
+def replay(
+    scenario: Scenario, trace: EpisodeTrace, rule: ScoringRule | str = ScoringRule.V1
+) -> Verdict:
     """Re-score a recorded trace without re-running anything."""
     if trace.scenario_id != scenario.id:
         raise SelectionError(
@@ -89,7 +104,9 @@ def replay(scenario: Scenario, trace: EpisodeTrace, rule: ScoringRule | str = Sc
 
 
 def select(
-    pack: ScenarioPack, scenario_ids: Sequence[str] | None = None, families: Sequence[str] | None = None
+    pack: ScenarioPack,
+    scenario_ids: Sequence[str] | None = None,
+    families: Sequence[str] | None = None,
 ) -> list[Scenario]:
     """Scenarios by explicit id (order kept, duplicates dropped) and/or family."""
     chosen = list(pack.scenarios)
@@ -122,7 +139,11 @@ def run_episodes(
     run_id: str = "",
 ) -> list[Episode]:
     """Run and score `adapter` on the selected scenarios of `pack`."""
-    return list(iter_episodes(select(pack, scenario_ids, families), adapter, seed=seed, rule=rule, run_id=run_id))
+    return list(
+        iter_episodes(
+            select(pack, scenario_ids, families), adapter, seed=seed, rule=rule, run_id=run_id
+        )
+    )
 
 
 def iter_episodes(
@@ -136,7 +157,9 @@ def iter_episodes(
     rule = ScoringRule(rule)
     name = str(getattr(adapter, "name", "unknown"))
     for scenario in scenarios:
-        trace = run_episode(scenario, adapter, seed=seed, run_id=f"{scenario.id}::{run_id}" if run_id else "")
+        trace = run_episode(
+            scenario, adapter, seed=seed, run_id=f"{scenario.id}::{run_id}" if run_id else ""
+        )
         yield Episode(scenario, name, seed, trace, evaluate(scenario, trace, rule))
 
 

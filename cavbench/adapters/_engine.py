@@ -24,7 +24,7 @@ from cavbench.scenarios import (
     Trigger,
 )
 from cavbench.scenarios.predicates import evaluate_predicate
-from cavbench.trace import CompletionStatus, JSON, Resource
+from cavbench.trace import JSON, CompletionStatus, Resource
 
 MAX_WRITE_ATTEMPTS = 4
 ENGINE_VERSION = "1.0.0"
@@ -138,7 +138,11 @@ class BaselineAdapter:
         return AdapterResult(
             final_message=_FINAL_MESSAGES[ep.worst],
             completion_status=ep.worst,
-            metadata={"adapter_name": self.name, "adapter_version": self.version, "notes": list(ep.notes)},
+            metadata={
+                "adapter_name": self.name,
+                "adapter_version": self.version,
+                "notes": list(ep.notes),
+            },
         )
 
     # -- plan control -------------------------------------------------------------------
@@ -177,7 +181,11 @@ class BaselineAdapter:
     def _write(self, ep: _Episode, step: PlannedStep) -> StepStatus:
         observed = self._cached_read(ep, step)
         pre = step.precondition
-        if pre is not None and step.precondition_scope is PreconditionScope.ALWAYS and not _holds(pre, observed):
+        if (
+            pre is not None
+            and step.precondition_scope is PreconditionScope.ALWAYS
+            and not _holds(pre, observed)
+        ):
             ep.notes.append(f"{step.step_id} is a no-op given current state; skipping")
             return StepStatus.BLOCKED
         acting = step
@@ -215,7 +223,9 @@ class BaselineAdapter:
         for attempt in range(1, MAX_WRITE_ATTEMPTS + 1):
             version = observed.get("version")
             expected = version if caps.commit_time_state_guard and type(version) is int else None
-            key = stable_key if caps.idempotency_reconciliation else f"{stable_key}:attempt{attempt}"
+            key = (
+                stable_key if caps.idempotency_reconciliation else f"{stable_key}:attempt{attempt}"
+            )
             result = tools.write(
                 step_id=step.step_id,
                 tool_name=step.tool_name or "unknown_tool",
@@ -235,10 +245,15 @@ class BaselineAdapter:
                         return StepStatus.BLOCKED
                     observed = self._fresh_read(ep, step)
                     if step.precondition is not None and not _holds(step.precondition, observed):
-                        ep.notes.append(f"{step.step_id} precondition false at commit time; not retried")
+                        ep.notes.append(
+                            f"{step.step_id} precondition false at commit time; not retried"
+                        )
                         return StepStatus.STALE_BLOCKED
                 case ToolStatus.AMBIGUOUS:
-                    if caps.idempotency_reconciliation and tools.status_check(key).status is ToolStatus.COMMITTED:
+                    if (
+                        caps.idempotency_reconciliation
+                        and tools.status_check(key).status is ToolStatus.COMMITTED
+                    ):
                         return StepStatus.COMMITTED
                 case ToolStatus.FAILED:
                     return self._on_failure(ep, step)
@@ -257,7 +272,11 @@ class BaselineAdapter:
             case OnFailure.ESCALATE:
                 return self._escalate(ep, f"{step.step_id} failed and requires manual resolution")
             case OnFailure.COMPENSATE:
-                comp = ep.view.plan.step(step.compensation_step_id) if step.compensation_step_id else None
+                comp = (
+                    ep.view.plan.step(step.compensation_step_id)
+                    if step.compensation_step_id
+                    else None
+                )
                 if comp is None:
                     return self._escalate(ep, f"{step.step_id} failed and cannot be compensated")
                 observed = self._fresh_read(ep, comp)
@@ -277,16 +296,26 @@ def _holds(predicate: Predicate, resource: Resource) -> bool:
     return evaluate_predicate(predicate, resource)
 
 
-def _gate_reasons(view: ScenarioView, step: PlannedStep, observed: Mapping[str, JSON]) -> list[GateReason]:
+def _gate_reasons(
+    view: ScenarioView, step: PlannedStep, observed: Mapping[str, JSON]
+) -> list[GateReason]:
     """Why the literal request does not license this write, in the reference's order."""
     policy = view.policy
     reasons: list[GateReason] = []
     if policy.ambiguous_reference:
         reasons.append(GateReason.AMBIGUOUS_REFERENCE)
-    if step.action_category and policy.requested_intent and step.action_category not in policy.requested_intent:
+    if (
+        step.action_category
+        and policy.requested_intent
+        and step.action_category not in policy.requested_intent
+    ):
         reasons.append(GateReason.INTENT_MISMATCH)
     pre = step.precondition
-    if pre is not None and step.precondition_scope is PreconditionScope.GATE and not _holds(pre, dict(observed)):
+    if (
+        pre is not None
+        and step.precondition_scope is PreconditionScope.GATE
+        and not _holds(pre, dict(observed))
+    ):
         reasons.append(GateReason.PRECONDITION_FAILED)
     amount = step.action_amount
     max_amount = policy.max_amount

@@ -36,7 +36,11 @@ def declared_effects(
         holds = evaluate_predicate(predicate, context)
         if holds == must_hold:
             continue
-        reason = FindingReason.REQUIRED_EFFECT_MISSING if must_hold else FindingReason.FORBIDDEN_EFFECT_PRESENT
+        reason = (
+            FindingReason.REQUIRED_EFFECT_MISSING
+            if must_hold
+            else FindingReason.FORBIDDEN_EFFECT_PRESENT
+        )
         findings.append(
             Finding(
                 reason=reason,
@@ -108,7 +112,8 @@ def truthful_report(
     if not (outcome_success and obligations_hold and clean_so_far):
         floor = CompletionStatus.PARTIAL
     if any(
-        e.event_type is EventType.COMMIT_REJECTED and e.response_status == "FAILED" for e in trace.events
+        e.event_type is EventType.COMMIT_REJECTED and e.response_status == "FAILED"
+        for e in trace.events
     ):
         floor = CompletionStatus.PARTIAL
     reported = trace.adapter_report.completion_status

@@ -47,7 +47,9 @@ class Environment:
         self.scenario = scenario
         self.seed = seed
         self.run_id = run_id
-        self._state = StateStore(scenario.world.initial_state, source=f"{scenario.id}: world.initial_state")
+        self._state = StateStore(
+            scenario.world.initial_state, source=f"{scenario.id}: world.initial_state"
+        )
         self._ledger = Ledger()
         self._faults = FaultScheduler(scenario.world.injections)
         self._events: list[TraceEvent] = []
@@ -94,7 +96,11 @@ class Environment:
             namespace = payload.get("namespace")
             resource_id = payload.get("resource_id")
             changes = payload.get("changes")
-            if not isinstance(namespace, str) or resource_id is None or not isinstance(changes, dict):
+            if (
+                not isinstance(namespace, str)
+                or resource_id is None
+                or not isinstance(changes, dict)
+            ):
                 raise CavBenchError(
                     f"{self.scenario.id}: injection {injection.fault_id!r}: external_mutation needs "
                     "payload.namespace, payload.resource_id and payload.changes (an object)"
@@ -121,7 +127,9 @@ class Environment:
                 metadata={"affects_step": step},
             )
         else:  # ambiguous_response: its effect is the AMBIGUOUS response at its hook
-            self._record(EventType.FAULT, fault_id=injection.fault_id, response_status=injection.mode.value)
+            self._record(
+                EventType.FAULT, fault_id=injection.fault_id, response_status=injection.mode.value
+            )
 
     # -- WorldPort ----------------------------------------------------------------------
     def read(self, namespace: str, resource_id: str, tool_name: str) -> Resource:
@@ -194,9 +202,13 @@ class Environment:
 
         if idempotency_key and idempotency_key in self._commit_keys:
             self._record(
-                EventType.COMMIT_REJECTED, response_status=ToolStatus.IDEMPOTENT_REPLAY.value, **common
+                EventType.COMMIT_REJECTED,
+                response_status=ToolStatus.IDEMPOTENT_REPLAY.value,
+                **common,
             )
-            return CommitOutcome(ToolStatus.IDEMPOTENT_REPLAY, self._state.get(namespace, resource_id))
+            return CommitOutcome(
+                ToolStatus.IDEMPOTENT_REPLAY, self._state.get(namespace, resource_id)
+            )
 
         mutation = self._state.mutate(namespace, resource_id, changes)
         row = self._ledger.build(
@@ -263,7 +275,12 @@ class Environment:
 
     def run_error(self, message: str) -> None:
         """Record that the adapter raised; the harness (not the adapter) calls this."""
-        self._record(EventType.RUN_ERROR, source="harness", response_status="ERROR", metadata={"message": message})
+        self._record(
+            EventType.RUN_ERROR,
+            source="harness",
+            response_status="ERROR",
+            metadata={"message": message},
+        )
 
     # -- end of episode -----------------------------------------------------------------
     def snapshot(self) -> State:

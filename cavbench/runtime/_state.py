@@ -45,7 +45,9 @@ class StateStore:
 
     __slots__ = ("_data",)
 
-    def __init__(self, initial_state: Mapping[str, JSON], *, source: str = "world.initial_state") -> None:
+    def __init__(
+        self, initial_state: Mapping[str, JSON], *, source: str = "world.initial_state"
+    ) -> None:
         data: State = {}
         for namespace, resources in initial_state.items():
             if not isinstance(resources, dict):
@@ -101,7 +103,10 @@ class StateStore:
 
     def snapshot(self) -> State:
         """A deep copy of the whole world."""
-        return {ns: {rid: copy_resource(r) for rid, r in bucket.items()} for ns, bucket in self._data.items()}
+        return {
+            ns: {rid: copy_resource(r) for rid, r in bucket.items()}
+            for ns, bucket in self._data.items()
+        }
 
 
 def _assign(target: JSONObject, dotted: str, value: JSON, ref: str) -> None:

@@ -156,7 +156,9 @@ class ToolFacade:
 
     def status_check(self, idempotency_key: str) -> ToolResult:
         found = self._world.status_check(idempotency_key)
-        return ToolResult(ToolStatus.COMMITTED if found else ToolStatus.NOT_FOUND, data={"found": found})
+        return ToolResult(
+            ToolStatus.COMMITTED if found else ToolStatus.NOT_FOUND, data={"found": found}
+        )
 
     def escalate(self, reason: str, logical_operation_id: str) -> ToolResult:
         self._world.escalate(reason, logical_operation_id)

@@ -121,16 +121,25 @@ def load_pack_dir(directory: Path) -> ScenarioPack:
     directory = Path(directory)
     manifest_path = directory / "pack.json"
     if not manifest_path.is_file():
-        raise ScenarioError(str(directory), "", "no pack.json", "add a pack.json with pack_id and pack_version")
+        raise ScenarioError(
+            str(directory), "", "no pack.json", "add a pack.json with pack_id and pack_version"
+        )
     raw_manifest = read_json(manifest_path)
     try:
         manifest = PackManifest.model_validate(raw_manifest)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ScenarioError(str(manifest_path), json_path(tuple(first["loc"])), first["msg"]) from exc
+        raise ScenarioError(
+            str(manifest_path), json_path(tuple(first["loc"])), first["msg"]
+        ) from exc
     scenario_dir = directory / "scenarios"
     if not scenario_dir.is_dir():
-        raise ScenarioError(str(directory), "", "no scenarios/ folder", "put one JSON file per scenario in scenarios/")
+        raise ScenarioError(
+            str(directory),
+            "",
+            "no scenarios/ folder",
+            "put one JSON file per scenario in scenarios/",
+        )
     files = sorted(scenario_dir.glob("*.json"))
     if not files:
         raise ScenarioError(str(scenario_dir), "", "no scenario files (*.json)")
@@ -142,7 +151,9 @@ def load_pack_dir(directory: Path) -> ScenarioPack:
         scenario = parse_scenario(raw, str(file))
         if scenario.id in scenarios:
             raise ScenarioError(
-                str(file), "$.id", f"duplicate scenario id {scenario.id!r} (also in {origin[scenario.id]})"
+                str(file),
+                "$.id",
+                f"duplicate scenario id {scenario.id!r} (also in {origin[scenario.id]})",
             )
         scenarios[scenario.id] = scenario
         origin[scenario.id] = file

@@ -111,7 +111,9 @@ def _count(predicate: Predicate, context: Mapping[str, Any]) -> int:
     collection = predicate.collection
     if collection is None:
         raise PredicateError(f"{predicate.op}: needs a `collection`")
-    items = resolve_path(context, collection) if "." in collection else context.get(collection, MISSING)
+    items = (
+        resolve_path(context, collection) if "." in collection else context.get(collection, MISSING)
+    )
     if items is MISSING or items is None:
         return 0
     if not isinstance(items, list | tuple):

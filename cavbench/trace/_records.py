@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeAlias
 
-JSON: TypeAlias = None | bool | int | float | str | list["JSON"] | dict[str, "JSON"]
+JSON: TypeAlias = bool | int | float | str | list["JSON"] | dict[str, "JSON"] | None
 JSONObject: TypeAlias = dict[str, JSON]
 Resource: TypeAlias = dict[str, JSON]
 State: TypeAlias = dict[str, dict[str, Resource]]
