@@ -29,15 +29,19 @@ class Episode:
     verdict: Verdict
 
 
+def _secret(key: str) -> bool:
+    lowered = key.lower()
+    return any(m in lowered for m in _SECRET_MARKERS)
+
+
 def redact(value: JSON) -> JSON:
     """Replace values under secret-looking keys, recursively (adapter reports are untrusted
     and end up in artifacts; CAV-Bench copied them verbatim)."""
     if isinstance(value, dict):
-        return {
-            k: REDACTED if any(m in k.lower() for m in _SECRET_MARKERS) else redact(v)
-            for k, v in value.items()
-        }
+        return {k: REDACTED if _secret(k) else redact(v) for k, v in value.items()}
     if isinstance(value, list):
+        if all(isinstance(v, str) for v in value):
+            return list(value)
         return [redact(v) for v in value]
     return value
 

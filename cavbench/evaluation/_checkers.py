@@ -21,6 +21,18 @@ EI_DUPLICATE_LOGICAL_EFFECT = "EI_DUPLICATE_LOGICAL_EFFECT"
 OR_FALSE_SUCCESS_REPORT = "OR_FALSE_SUCCESS_REPORT"
 RUN_ERROR = "RUN_ERROR"
 
+_READ, _COMMIT = EventType.TOOL_READ, EventType.SIDE_EFFECT_COMMIT
+_REJECTED, _RUN_ERROR = EventType.COMMIT_REJECTED, EventType.RUN_ERROR
+_TS = Dimension.TEMPORAL_STATE_VALIDITY.value
+_EI = Dimension.EXECUTION_INTEGRITY.value
+_OR = Dimension.OUTCOME_RECOVERABILITY.value
+_SUCCESS, _PARTIAL = CompletionStatus.SUCCESS, CompletionStatus.PARTIAL
+
+
+def commit_count(trace: EpisodeTrace) -> int:
+    """Number of `side_effect_commit` events."""
+    return sum(1 for e in trace.events if e.event_type is _COMMIT)
+
 
 def declared_effects(
     predicates: Iterable[Predicate],
@@ -60,10 +72,10 @@ def temporal_validity(trace: EpisodeTrace) -> list[Finding]:
     last_read: dict[str, int | None] = {}
     findings: list[Finding] = []
     for event in trace.events:
-        if event.event_type is EventType.TOOL_READ:
+        if event.event_type is _READ:
             for ref in event.resource_refs:
                 last_read[ref] = event.versions_before.get(ref)
-        elif event.event_type is EventType.SIDE_EFFECT_COMMIT:
+        elif event.event_type is _COMMIT:
             for ref in event.resource_refs:
                 if ref not in last_read:
                     continue
@@ -74,7 +86,7 @@ def temporal_validity(trace: EpisodeTrace) -> list[Finding]:
                         Finding(
                             reason=FindingReason.STALE_WITNESS_COMMIT,
                             failure_code=TS_STALE_WITNESS,
-                            dimension=Dimension.TEMPORAL_STATE_VALIDITY.value,
+                            dimension=_TS,
                             seq=event.seq,
                             tool_name=event.tool_name,
                             resource_refs=event.resource_refs,
@@ -88,13 +100,15 @@ def temporal_validity(trace: EpisodeTrace) -> list[Finding]:
 def duplicate_effects(trace: EpisodeTrace) -> tuple[dict[str, int], list[Finding]]:
     """Ledger rows per logical operation (escalations included); any count above 1 is a
     duplicate effect, whatever the dimension focus (SPEC d.1 step 5)."""
+    if len(trace.side_effects) < 2:
+        return {}, []
     counts = Counter(r.logical_operation_id for r in trace.side_effects if r.logical_operation_id)
     duplicates = {op: n for op, n in counts.items() if n > 1}
     findings = [
         Finding(
             reason=FindingReason.DUPLICATE_LOGICAL_EFFECT,
             failure_code=EI_DUPLICATE_LOGICAL_EFFECT,
-            dimension=Dimension.EXECUTION_INTEGRITY.value,
+            dimension=_EI,
             logical_operation_id=op,
             count=n,
         )
@@ -121,7 +135,7 @@ def truthful_report(
         return Finding(
             reason=FindingReason.FALSE_SUCCESS_REPORT,
             failure_code=OR_FALSE_SUCCESS_REPORT,
-            dimension=Dimension.OUTCOME_RECOVERABILITY.value,
+            dimension=_OR,
             reported_status=reported,
             derived_floor=floor.value,
         )
@@ -130,11 +144,11 @@ def truthful_report(
 
 def run_error(trace: EpisodeTrace) -> Finding | None:
     """An adapter that crashed did not complete the task, whatever the world looks like."""
-    if trace.error is None and not any(e.event_type is EventType.RUN_ERROR for e in trace.events):
+    if trace.error is None and not any(e.event_type is _RUN_ERROR for e in trace.events):
         return None
     return Finding(
         reason=FindingReason.RUN_ERROR,
         failure_code=RUN_ERROR,
-        dimension=Dimension.EXECUTION_INTEGRITY.value,
+        dimension=_EI,
         description=(trace.error or "run_error event recorded").strip().splitlines()[-1],
     )

@@ -8,6 +8,7 @@ happened into an `EpisodeTrace`; nothing the adapter returns is written anywhere
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from cavbench.errors import CavBenchError
 from cavbench.runtime._faults import FaultScheduler
@@ -25,6 +26,20 @@ from cavbench.trace import (
     State,
     TraceEvent,
 )
+
+
+# Enum attribute access is slow on the hot path; bind the members used per event once.
+_TOOL_READ = EventType.TOOL_READ
+_ATTEMPT = EventType.TOOL_CALL_ATTEMPT
+_REJECTED = EventType.COMMIT_REJECTED
+_COMMIT = EventType.SIDE_EFFECT_COMMIT
+_OK = ToolStatus.OK.value
+_FAILED = ToolStatus.FAILED.value
+_CONFLICT = ToolStatus.CONFLICT.value
+_REPLAY = ToolStatus.IDEMPOTENT_REPLAY.value
+_COMMITTED = ToolStatus.COMMITTED.value
+_NO_VERSIONS: Mapping[str, int | None] = MappingProxyType({})
+_EMPTY: Mapping[str, JSON] = MappingProxyType({})
 
 
 class Environment:
@@ -133,19 +148,20 @@ class Environment:
 
     # -- WorldPort ----------------------------------------------------------------------
     def read(self, namespace: str, resource_id: str, tool_name: str) -> Resource:
-        value = self._state.get(namespace, resource_id)
+        stored = self._state.peek(namespace, resource_id)
         ref = f"{namespace}:{resource_id}"
         self._record(
-            EventType.TOOL_READ,
+            _TOOL_READ,
             tool_name=tool_name,
             args={"resource_id": resource_id},
             resource_refs=(ref,),
-            versions_before={ref: version_of(value)},
-            response_status=ToolStatus.OK.value,
-            metadata={"result": copy_resource(value)},
+            versions_before={ref: version_of(stored)},
+            response_status=_OK,
+            metadata={"result": stored},
         )
-        self._fire(f"after_read:{ref}")
-        return value
+        if self._faults.pending:
+            self._fire(f"after_read:{ref}")
+        return copy_resource(stored)  # the adapter's own copy: its edits reach nothing
 
     def commit(
         self,
@@ -164,55 +180,47 @@ class Environment:
     ) -> CommitOutcome:
         ref = f"{namespace}:{resource_id}"
         refs = (ref,)
-        args = {k: copy_json(v) for k, v in args.items()}
-        common: dict[str, object] = {
-            "tool_name": tool_name,
-            "args": args,
-            "resource_refs": refs,
-            "logical_operation_id": logical_operation_id,
-            "idempotency_key": idempotency_key,
-        }
-        self._record(
-            EventType.TOOL_CALL_ATTEMPT,
-            versions_before={ref: self._state.version(namespace, resource_id)},
-            **common,
-        )
-        self._fire(f"before_commit_step:{step_id}")
-        self._fire(f"before_commit:{tool_name}:{ref}")
+        args = copy_resource(args)  # the adapter keeps its own dict; the record must not change
+        events = self._events
+        faults = self._faults
 
-        forced = self._forced_failures.pop(step_id, None)
-        if forced is not None:
-            self._record(
-                EventType.COMMIT_REJECTED,
-                response_status=ToolStatus.FAILED.value,
-                metadata={"reason": forced},
-                **common,
+        def event(
+            kind: EventType,
+            status: str | None,
+            before: Mapping[str, int | None] = _NO_VERSIONS,
+            after: Mapping[str, int | None] = _NO_VERSIONS,
+            metadata: Mapping[str, JSON] = _EMPTY,
+        ) -> None:
+            # Positional construction: this is the hot path of every episode.
+            events.append(
+                TraceEvent(
+                    len(events), kind, "environment", tool_name, args, refs, before, after,
+                    logical_operation_id, idempotency_key, status, None, metadata,
+                )
             )
+
+        event(_ATTEMPT, None, {ref: self._state.version(namespace, resource_id)})
+        if faults.pending:
+            self._fire(f"before_commit_step:{step_id}")
+            self._fire(f"before_commit:{tool_name}:{ref}")
+
+        forced = self._forced_failures.pop(step_id, None) if self._forced_failures else None
+        if forced is not None:
+            event(_REJECTED, _FAILED, metadata={"reason": forced})
             return CommitOutcome(ToolStatus.FAILED, None)
 
         actual = self._state.version(namespace, resource_id)
         if expected_version is not None and expected_version != actual:
-            self._record(
-                EventType.COMMIT_REJECTED,
-                response_status=ToolStatus.CONFLICT.value,
-                metadata={"expected_version": expected_version, "actual_version": actual},
-                **common,
-            )
+            event(_REJECTED, _CONFLICT, metadata={"expected_version": expected_version, "actual_version": actual})
             return CommitOutcome(ToolStatus.CONFLICT, self._state.get(namespace, resource_id))
 
         if idempotency_key and idempotency_key in self._commit_keys:
-            self._record(
-                EventType.COMMIT_REJECTED,
-                response_status=ToolStatus.IDEMPOTENT_REPLAY.value,
-                **common,
-            )
-            return CommitOutcome(
-                ToolStatus.IDEMPOTENT_REPLAY, self._state.get(namespace, resource_id)
-            )
+            event(_REJECTED, _REPLAY)
+            return CommitOutcome(ToolStatus.IDEMPOTENT_REPLAY, self._state.get(namespace, resource_id))
 
         mutation = self._state.mutate(namespace, resource_id, changes)
         row = self._ledger.build(
-            seq=self._next_seq,
+            seq=len(events),
             effect_type=effect_type,
             logical_operation_id=logical_operation_id,
             idempotency_key=idempotency_key,
@@ -223,19 +231,20 @@ class Environment:
         row, _ = self._ledger.append(row)
         if idempotency_key:
             self._commit_keys[idempotency_key] = row.effect_id
-        self._record(
-            EventType.SIDE_EFFECT_COMMIT,
-            versions_before={ref: actual},
-            versions_after={ref: version_of(mutation.after)},
-            response_status=ToolStatus.COMMITTED.value,
-            metadata={"effect_id": row.effect_id, "effect_type": effect_type},
-            **common,
+        event(
+            _COMMIT,
+            _COMMITTED,
+            {ref: actual},
+            {ref: version_of(mutation.after)},
+            {"effect_id": row.effect_id, "effect_type": effect_type},
         )
-        self._fire(f"after_commit_step:{step_id}")
-        self._fire(f"after_commit:{tool_name}:{ref}")
-        ambiguous = self._fire(f"after_commit_before_response:{tool_name}:{ref}")
+        ambiguous = False
+        if faults.pending:
+            self._fire(f"after_commit_step:{step_id}")
+            self._fire(f"after_commit:{tool_name}:{ref}")
+            ambiguous = self._fire(f"after_commit_before_response:{tool_name}:{ref}")
         status = ToolStatus.AMBIGUOUS if ambiguous else ToolStatus.COMMITTED
-        return CommitOutcome(status, mutation.after)
+        return CommitOutcome(status, copy_resource(mutation.after))
 
     def status_check(self, idempotency_key: str) -> bool:
         effect_id = self._commit_keys.get(idempotency_key) if idempotency_key else None

@@ -22,10 +22,16 @@ class FaultScheduler:
         self._by_hook = by_hook
         self._fired: list[str] = []
 
+    @property
+    def pending(self) -> bool:
+        """Whether any hook still has injections to fire."""
+        return bool(self._by_hook)
+
     def fire(self, hook: str) -> list[Injection]:
         """Injections due at `hook` that have not fired yet; marks them fired."""
-        pending = self._by_hook.get(hook)
-        if not pending:
+        # Everything at a hook fires the first time it is reached, so the hook is done after.
+        pending = self._by_hook.pop(hook, None)
+        if pending is None:
             return []
         due = [i for i in pending if i.fault_id not in self._fired]
         self._fired.extend(i.fault_id for i in due)

@@ -2,6 +2,10 @@
 
 Invariants: callers only ever receive copies; a mutation either fails with nothing changed
 or applies every change and bumps an integer `version` exactly once.
+
+Stored resource objects are never modified in place: a mutation builds a new object and
+swaps it in (copy on write). That is what lets `peek` and `snapshot` share objects with the
+store instead of copying them; whoever receives those treats them as read-only.
 """
 
 from __future__ import annotations
@@ -13,17 +17,27 @@ from cavbench.errors import CavBenchError, ResourceNotFound, VersionConflict
 from cavbench.trace import JSON, JSONObject, Resource, State
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def copy_json(value: JSON) -> JSON:
     """Deep copy of a JSON value; much faster than `copy.deepcopy` for plain data."""
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, dict):
-        return {k: copy_json(v) for k, v in value.items()}
+        return copy_resource(value)
     if isinstance(value, list):
         return [copy_json(v) for v in value]
     return value
 
 
 def copy_resource(resource: Resource) -> Resource:
-    return {k: copy_json(v) for k, v in resource.items()}
+    """Deep copy of a JSON object; flat objects (the common case) cost one `dict()` call."""
+    out = dict(resource)
+    for key, value in out.items():
+        if type(value) not in _SCALARS:
+            out[key] = copy_json(value)
+    return out
 
 
 def version_of(resource: Mapping[str, JSON]) -> int | None:
@@ -34,7 +48,7 @@ def version_of(resource: Mapping[str, JSON]) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class Mutation:
-    """Before/after copies of a mutated resource."""
+    """Before/after states of a mutated resource (read-only, shared with the store)."""
 
     before: Resource
     after: Resource
@@ -60,7 +74,7 @@ class StateStore:
                     raise CavBenchError(
                         f"{source}.{namespace}.{rid}: a resource must be an object, got {type(fields).__name__}"
                     )
-                bucket[str(rid)] = copy_resource(fields)
+                bucket[str(rid)] = fields  # shared, never modified: mutations copy on write
             data[namespace] = bucket
         self._data = data
 
@@ -77,6 +91,10 @@ class StateStore:
         """A copy of the resource; mutating it changes nothing here."""
         return copy_resource(self._live(namespace, resource_id))
 
+    def peek(self, namespace: str, resource_id: str) -> Resource:
+        """The stored object itself, read-only by contract (for trace records, not adapters)."""
+        return self._live(namespace, resource_id)
+
     def version(self, namespace: str, resource_id: str) -> int | None:
         return version_of(self._live(namespace, resource_id))
 
@@ -92,14 +110,14 @@ class StateStore:
         current = version_of(live)
         if expected_version is not None and expected_version != current:
             raise VersionConflict(f"{namespace}:{resource_id}", expected_version, current)
-        before = copy_resource(live)
+        before = live  # never modified again: the store swaps in `work`
         work = copy_resource(live)
         for dotted, value in changes.items():
             _assign(work, dotted, copy_json(value), f"{namespace}:{resource_id}")
         if current is not None:
             work["version"] = current + 1
         self._data[namespace][resource_id] = work
-        return Mutation(before=before, after=copy_resource(work))
+        return Mutation(before=before, after=work)
 
     def snapshot(self) -> State:
         """A deep copy of the whole world."""

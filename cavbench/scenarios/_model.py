@@ -18,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     JsonValue,
+    PrivateAttr,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -224,9 +225,15 @@ class Scenario(_Doc):
     plan: Plan = Field(default_factory=Plan)
     world: World
     oracle: Oracle
+    _view: ScenarioView | None = PrivateAttr(default=None)
 
     def view(self) -> ScenarioView:
-        """The adapter-visible projection (no world, no oracle, no notes)."""
+        """The adapter-visible projection (no world, no oracle, no notes). Built once."""
+        if self._view is None:
+            self._view = self._build_view()
+        return self._view
+
+    def _build_view(self) -> ScenarioView:
         return ScenarioView(
             id=self.id,
             family=self.family,

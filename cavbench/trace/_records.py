@@ -11,7 +11,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypeAlias
+from types import MappingProxyType
+from typing import Any, NamedTuple, TypeAlias
 
 JSON: TypeAlias = bool | int | float | str | list["JSON"] | dict[str, "JSON"] | None
 JSONObject: TypeAlias = dict[str, JSON]
@@ -71,23 +72,30 @@ def severity_of(status: str) -> int:
         return 0
 
 
-@dataclass(frozen=True, slots=True)
-class TraceEvent:
-    """One environment-recorded event. `logical_time` equals `seq`."""
+_NO_VERSIONS: Mapping[str, int | None] = MappingProxyType({})
+_EMPTY: Mapping[str, JSON] = MappingProxyType({})
+
+
+class TraceEvent(NamedTuple):
+    """One environment-recorded event. `logical_time` equals `seq`.
+
+    An immutable named tuple rather than a frozen dataclass: the runtime builds several per
+    episode and tuple construction is about three times cheaper.
+    """
 
     seq: int
     event_type: EventType
     source: str = "environment"
     tool_name: str | None = None
-    args: JSONObject = field(default_factory=dict)
+    args: Mapping[str, JSON] = _EMPTY
     resource_refs: tuple[str, ...] = ()
-    versions_before: Mapping[str, int | None] = field(default_factory=dict)
-    versions_after: Mapping[str, int | None] = field(default_factory=dict)
+    versions_before: Mapping[str, int | None] = _NO_VERSIONS
+    versions_after: Mapping[str, int | None] = _NO_VERSIONS
     logical_operation_id: str | None = None
     idempotency_key: str | None = None
     response_status: str | None = None
     fault_id: str | None = None
-    metadata: JSONObject = field(default_factory=dict)
+    metadata: Mapping[str, JSON] = _EMPTY
 
     @property
     def logical_time(self) -> int:
@@ -101,7 +109,7 @@ class TraceEvent:
             "event_type": self.event_type.value,
             "source": self.source,
             "tool_name": self.tool_name,
-            "args": self.args,
+            "args": dict(self.args),
             "resource_refs": list(self.resource_refs),
             "versions_before": dict(self.versions_before),
             "versions_after": dict(self.versions_after),
@@ -109,7 +117,7 @@ class TraceEvent:
             "idempotency_key": self.idempotency_key,
             "response_status": self.response_status,
             "fault_id": self.fault_id,
-            "metadata": self.metadata,
+            "metadata": dict(self.metadata),
         }
 
     @classmethod
@@ -131,8 +139,7 @@ class TraceEvent:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerRow:
+class LedgerRow(NamedTuple):
     """One committed side effect (SPEC b.3). The ledger only ever appends these."""
 
     effect_id: str
@@ -141,7 +148,7 @@ class LedgerRow:
     logical_operation_id: str
     idempotency_key: str | None
     resource_ref: str
-    payload: JSONObject
+    payload: Mapping[str, JSON]
     compensation_for: str | None = None
 
     def as_json(self) -> JSONObject:
@@ -152,7 +159,7 @@ class LedgerRow:
             "logical_operation_id": self.logical_operation_id,
             "idempotency_key": self.idempotency_key,
             "resource_ref": self.resource_ref,
-            "payload": self.payload,
+            "payload": dict(self.payload),
             "compensation_for": self.compensation_for,
         }
 

@@ -1,0 +1,82 @@
+"""Episodes per second for the five baseline profiles over a large synthesised pack.
+
+The pack is `core-v1` (or --pack) cloned under new ids until it holds --scenarios scenarios.
+Prints episodes/s in memory (run + score) and with the run's artifacts written
+(`cavbench run`-style directories: traces.jsonl, evaluations.jsonl, summary, manifest),
+and the ratio to the CAV-Bench reference measured on this machine (about 7,400 episodes/s in
+memory and 2,900/s writing artifacts).
+
+    python benchmarks/episodes.py [--pack core-v1] [--scenarios 4000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from cavbench.adapters import BASELINE_PROFILES, baseline
+from cavbench.evaluation import ScoringRule, evaluate
+from cavbench.reports import RunInfo, write_run
+from cavbench.runner import Episode, run_episode
+from cavbench.scenarios import Scenario, ScenarioPack, load_pack
+
+REFERENCE_IN_MEMORY = 7400.0
+REFERENCE_WITH_ARTIFACTS = 2900.0
+
+
+def synthesise(pack: ScenarioPack, size: int) -> ScenarioPack:
+    clones: list[Scenario] = []
+    copy = 0
+    while len(clones) < size:
+        for scenario in pack.scenarios:
+            if len(clones) == size:
+                break
+            clones.append(scenario.model_copy(update={"id": f"{scenario.id}-c{copy:05d}"}))
+        copy += 1
+    return ScenarioPack(pack.pack_id + "-large", pack.pack_version, "", pack.digest, pack.source, tuple(clones))
+
+
+def run_all(pack: ScenarioPack, out: Path | None) -> int:
+    count = 0
+    for profile in BASELINE_PROFILES:
+        adapter = baseline(profile)
+        episodes = []
+        for scenario in pack.scenarios:
+            trace = run_episode(scenario, adapter)
+            episodes.append(Episode(scenario, adapter.name, 0, trace, evaluate(scenario, trace, ScoringRule.V1)))
+        count += len(episodes)
+        if out is not None:
+            info = RunInfo(f"{profile.value}-bench", pack, adapter.name, adapter.version, 0, ScoringRule.V1, "bench")
+            write_run(out, info, episodes)
+    return count
+
+
+def best_rate(pack: ScenarioPack, repeats: int, write: bool) -> tuple[float, float]:
+    best = float("inf")
+    n = 0
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as tmp:
+            start = time.perf_counter()
+            n = run_all(pack, Path(tmp) if write else None)
+            best = min(best, time.perf_counter() - start)
+    return n / best, best / n * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pack", default="core-v1")
+    parser.add_argument("--scenarios", type=int, default=4000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    pack = synthesise(load_pack(args.pack), args.scenarios)
+    print(f"pack: {len(pack)} scenarios x {len(BASELINE_PROFILES)} profiles = {len(pack) * 5} episodes, best of {args.repeats}")
+    rate, us = best_rate(pack, args.repeats, write=False)
+    print(f"in memory:          {rate:>9,.0f} episodes/s  ({us:6.1f} us each)  {rate / REFERENCE_IN_MEMORY:4.1f}x reference")
+    rate, us = best_rate(pack, args.repeats, write=True)
+    print(f"artifacts written:  {rate:>9,.0f} episodes/s  ({us:6.1f} us each)  {rate / REFERENCE_WITH_ARTIFACTS:4.1f}x reference")
+
+
+if __name__ == "__main__":
+    main()
