@@ -6,6 +6,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from cavbench.adapters import AdapterResult, ExecutionAdapter
 from cavbench.errors import CavBenchError, SelectionError
@@ -60,6 +61,7 @@ def _report(adapter: ExecutionAdapter, result: object) -> AdapterReport:
             CompletionStatus.SUCCESS.value,
             {"invalid_result": repr(result)[:200]},
         )
+    status = result.completion_status
     metadata = result.metadata if isinstance(result.metadata, dict) else {}
     cleaned = redact(
         {k: v for k, v in metadata.items() if k not in ("adapter_name", "adapter_version")}
@@ -68,7 +70,7 @@ def _report(adapter: ExecutionAdapter, result: object) -> AdapterReport:
         adapter_name=name,
         adapter_version=version,
         final_message=str(result.final_message),
-        completion_status=str(result.completion_status),
+        completion_status=status.value if isinstance(status, Enum) else str(status),
         metadata=cleaned if isinstance(cleaned, dict) else {},
     )
 

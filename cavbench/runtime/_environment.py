@@ -27,7 +27,6 @@ from cavbench.trace import (
     TraceEvent,
 )
 
-
 # Enum attribute access is slow on the hot path; bind the members used per event once.
 _TOOL_READ = EventType.TOOL_READ
 _ATTEMPT = EventType.TOOL_CALL_ATTEMPT

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from cavbench.errors import CavBenchError, ResourceNotFound, VersionConflict
 from cavbench.trace import JSON, JSONObject, Resource, State
 
-
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 

@@ -8,9 +8,8 @@ environment implements.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from cavbench.scenarios import ScenarioView
 from cavbench.trace import JSON, JSONObject, Resource
@@ -57,17 +56,15 @@ TOOL_EFFECT_TYPE: Mapping[str, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class CommitOutcome:
+class CommitOutcome(NamedTuple):
     """What the environment's commit path returns."""
 
     status: ToolStatus
     state: Resource | None
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """The result of one facade call, as the adapter sees it."""
+class ToolResult(NamedTuple):
+    """The result of one facade call, as the adapter sees it (an immutable record)."""
 
     status: ToolStatus
     data: Resource | JSONObject | None = None

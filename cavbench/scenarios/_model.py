@@ -11,6 +11,7 @@ explicit `null`, as that schema does; the few nullable ones are listed in `_NULL
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 from pydantic import (
@@ -18,7 +19,6 @@ from pydantic import (
     ConfigDict,
     Field,
     JsonValue,
-    PrivateAttr,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -225,15 +225,13 @@ class Scenario(_Doc):
     plan: Plan = Field(default_factory=Plan)
     world: World
     oracle: Oracle
-    _view: ScenarioView | None = PrivateAttr(default=None)
 
     def view(self) -> ScenarioView:
         """The adapter-visible projection (no world, no oracle, no notes). Built once."""
-        if self._view is None:
-            self._view = self._build_view()
         return self._view
 
-    def _build_view(self) -> ScenarioView:
+    @cached_property
+    def _view(self) -> ScenarioView:
         return ScenarioView(
             id=self.id,
             family=self.family,

@@ -44,7 +44,7 @@ def resolve_path(context: Mapping[str, Any], path: str) -> Any:
     """Descend dot-separated keys through objects only; anything else is `MISSING`."""
     node: Any = context
     for key in path.split("."):
-        if not isinstance(node, Mapping):
+        if type(node) is not dict and not isinstance(node, Mapping):
             return MISSING
         node = node.get(key, MISSING)
         if node is MISSING:
