@@ -7,6 +7,7 @@ import csv
 import importlib
 import io
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -241,6 +242,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_OK if differ == 0 else EXIT_ERROR
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """Print the metrics of a run directory, or of every run in an ablation directory."""
+    target = Path(args.target)
+    summaries: dict[str, Any] = {}
+    for run_dir in run_dirs(target):
+        summary_file = run_dir / "summary.json"
+        if not summary_file.is_file():
+            raise CavBenchError(
+                f"{summary_file} not found (fix: point at a directory written by `cavbench run` or `ablate`)"
+            )
+        summaries[run_dir.name] = json.loads(summary_file.read_text(encoding="utf-8"))["metrics"]
+    print(json.dumps(summaries, indent=2, sort_keys=True))
+    return EXIT_OK
+
+
 def _selection_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--pack", default="core-v1", help="built-in pack id or a pack directory (default core-v1)"
@@ -300,6 +316,10 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     p.add_argument("--rule", default=None, choices=[r.value for r in ScoringRule])
     p.set_defaults(func=cmd_replay)
 
+    p = sub.add_parser("report", help="print the metrics of a run or ablation directory")
+    p.add_argument("target", help="a run directory or an ablation directory")
+    p.set_defaults(func=cmd_report)
+
     for module_name in EXTENSIONS:
         try:
             module = importlib.import_module(module_name)
@@ -320,6 +340,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CavBenchError as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:  # `cavbench … | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":
