@@ -12,14 +12,16 @@ explicit `null`, as that schema does; the few nullable ones are listed in `_NULL
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     JsonValue,
     StrictBool,
+    StrictFloat,
     StrictInt,
     StrictStr,
     model_validator,
@@ -39,7 +41,17 @@ from cavbench.scenarios._vocab import (
 )
 
 JSONObject = dict[str, JsonValue]
-Number = StrictInt | float
+Number = StrictInt | StrictFloat
+
+
+def _json_integer(value: Any) -> Any:
+    # JSON Schema's "integer" admits 2.0 but not true or "2"; pydantic's int would differ.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+JsonInteger = Annotated[StrictInt, BeforeValidator(_json_integer)]
 
 
 class _Doc(BaseModel):
@@ -169,7 +181,7 @@ class Injection(_Doc):
 
     fault_id: StrictStr
     hook: StrictStr
-    ordinal: StrictInt = 1
+    ordinal: JsonInteger = 1
     mode: FaultMode
     payload: JSONObject = Field(default_factory=dict)
 
