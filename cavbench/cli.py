@@ -133,10 +133,13 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise ConfigError(f"--fail-on-cvsr-below must be between 0 and 1, got {threshold}")
     profile = Profile(args.profile)
-    episodes = _profiles_run(args, [profile], argv)[profile].episodes
-    counts = summarize(e.verdict for e in episodes).overall
+    run = _profiles_run(args, [profile], argv)[profile]
+    counts = summarize(e.verdict for e in run.episodes).overall
     if args.output is not None:
-        print(f"Wrote run to {Path(args.output).resolve()}", file=sys.stderr)
+        print(
+            f"Wrote run {run.run_id} to {(Path(args.output) / run.run_id).resolve()}",
+            file=sys.stderr,
+        )
     print(counts.line())
     if threshold is not None and round(counts.cvsr, 4) < threshold:
         print(f"THRESHOLD FAILED: CVSR {counts.cvsr:.3f} < {threshold:.3f}", file=sys.stderr)

@@ -75,6 +75,7 @@ def write_run(root: Path, info: RunInfo, episodes: Sequence[Episode]) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     final = root / info.run_id
     tmp = Path(tempfile.mkdtemp(prefix=f".{info.run_id}.tmp-", dir=root))
+    tmp.chmod(0o755)  # mkdtemp makes it private; a run directory is meant to be shared
     ordered = sorted(episodes, key=lambda e: e.scenario.id)
     with open(tmp / TRACES, "w", encoding="utf-8") as fh:
         fh.writelines(json.dumps(e.trace.as_json(), sort_keys=True) + "\n" for e in ordered)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from cavbench.adapters import AdapterResult, ExecutionAdapter
-from cavbench.errors import CavBenchError, SelectionError
+from cavbench.errors import SelectionError
 from cavbench.evaluation import ScoringRule, Verdict, evaluate
 from cavbench.runtime import Environment
 from cavbench.scenarios import Family, Scenario, ScenarioPack
@@ -35,16 +35,26 @@ def _secret(key: str) -> bool:
     return any(m in lowered for m in _SECRET_MARKERS)
 
 
-def redact(value: JSON) -> JSON:
-    """Replace values under secret-looking keys, recursively (adapter reports are untrusted
-    and end up in artifacts; CAV-Bench copied them verbatim)."""
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def redact(value: object) -> JSON:
+    """A JSON-safe copy of untrusted report data with values under secret-looking keys
+    replaced (CAV-Bench copied reports verbatim, secrets included). Non-string keys become
+    strings; sets, tuples and other objects become lists or their `repr`."""
+    if isinstance(value, _JSON_SCALARS):
+        return value
     if isinstance(value, dict):
-        return {k: REDACTED if _secret(k) else redact(v) for k, v in value.items()}
-    if isinstance(value, list):
-        if all(isinstance(v, str) for v in value):
-            return list(value)
+        out: dict[str, JSON] = {}
+        for key, item in value.items():
+            name = key if isinstance(key, str) else repr(key)
+            out[name] = REDACTED if _secret(name) else redact(item)
+        return out
+    if isinstance(value, list | tuple):
         return [redact(v) for v in value]
-    return value
+    if isinstance(value, set | frozenset):
+        return sorted((redact(v) for v in value), key=repr)
+    return repr(value)[:200]
 
 
 def _report(adapter: ExecutionAdapter, result: object) -> AdapterReport:
@@ -78,23 +88,23 @@ def _report(adapter: ExecutionAdapter, result: object) -> AdapterReport:
 def run_episode(
     scenario: Scenario, adapter: ExecutionAdapter, *, seed: int = 0, run_id: str = ""
 ) -> EpisodeTrace:
-    """Run one episode. An exception raised by the adapter is recorded (a `run_error` event
-    and the traceback in `trace.error`), not propagated: the episode then scores as failed."""
+    """Run one episode. Any exception raised while the adapter runs — its own bug, or a
+    facade call the world refused (an unknown resource, say) — is recorded as a `run_error`
+    event carrying the traceback, not propagated: the episode scores as failed and a sweep
+    goes on."""
     env = Environment(scenario, seed=seed, run_id=run_id)
     try:
         result = adapter.run(env.session())
-    except CavBenchError:
-        raise  # a broken scenario or harness, not an adapter failure
+        report = _report(adapter, result)
     except Exception as exc:  # the adapter is untrusted code; record and carry on
-        env.run_error(f"{type(exc).__name__}: {exc}")
+        env.run_error(f"{type(exc).__name__}: {exc}", traceback.format_exc())
         report = AdapterReport(
             str(getattr(adapter, "name", "unknown")),
             str(getattr(adapter, "version", "0.0.0")),
             "",
             CompletionStatus.FAILED.value,
         )
-        return env.finalize(report, error=traceback.format_exc())
-    return env.finalize(_report(adapter, result))
+    return env.finalize(report)
 
 
 def replay(

@@ -193,8 +193,19 @@ class Environment:
             # Positional construction: this is the hot path of every episode.
             events.append(
                 TraceEvent(
-                    len(events), kind, "environment", tool_name, args, refs, before, after,
-                    logical_operation_id, idempotency_key, status, None, metadata,
+                    len(events),
+                    kind,
+                    "environment",
+                    tool_name,
+                    args,
+                    refs,
+                    before,
+                    after,
+                    logical_operation_id,
+                    idempotency_key,
+                    status,
+                    None,
+                    metadata,
                 )
             )
 
@@ -210,12 +221,18 @@ class Environment:
 
         actual = self._state.version(namespace, resource_id)
         if expected_version is not None and expected_version != actual:
-            event(_REJECTED, _CONFLICT, metadata={"expected_version": expected_version, "actual_version": actual})
+            event(
+                _REJECTED,
+                _CONFLICT,
+                metadata={"expected_version": expected_version, "actual_version": actual},
+            )
             return CommitOutcome(ToolStatus.CONFLICT, self._state.get(namespace, resource_id))
 
         if idempotency_key and idempotency_key in self._commit_keys:
             event(_REJECTED, _REPLAY)
-            return CommitOutcome(ToolStatus.IDEMPOTENT_REPLAY, self._state.get(namespace, resource_id))
+            return CommitOutcome(
+                ToolStatus.IDEMPOTENT_REPLAY, self._state.get(namespace, resource_id)
+            )
 
         mutation = self._state.mutate(namespace, resource_id, changes)
         row = self._ledger.build(
@@ -281,13 +298,13 @@ class Environment:
     def clarify(self, question: str) -> None:
         self._record(EventType.CLARIFICATION, tool_name="clarify", metadata={"question": question})
 
-    def run_error(self, message: str) -> None:
+    def run_error(self, message: str, traceback_text: str = "") -> None:
         """Record that the adapter raised; the harness (not the adapter) calls this."""
         self._record(
             EventType.RUN_ERROR,
             source="harness",
             response_status="ERROR",
-            metadata={"message": message},
+            metadata={"message": message, "traceback": traceback_text},
         )
 
     # -- end of episode -----------------------------------------------------------------
@@ -298,7 +315,9 @@ class Environment:
     def events(self) -> tuple[TraceEvent, ...]:
         return tuple(self._events)
 
-    def finalize(self, report: AdapterReport, *, error: str | None = None) -> EpisodeTrace:
+    def finalize(self, report: AdapterReport) -> EpisodeTrace:
+        """Freeze the episode. The adapter's report is stored as given; nothing scores it
+        except the evaluator's overclaim check on `completion_status`."""
         return EpisodeTrace(
             scenario_id=self.scenario.id,
             run_id=self.run_id,
@@ -307,5 +326,4 @@ class Environment:
             final_state=self._state.snapshot(),
             side_effects=self._ledger.rows,
             adapter_report=report,
-            error=error,
         )

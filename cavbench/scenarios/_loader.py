@@ -65,17 +65,43 @@ def pack_digest(raw_docs: list[dict[str, Any]]) -> str:
     return "sha256:" + hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+_TYPE_TAGS = frozenset(
+    {"int", "float", "str", "bool", "none", "list", "dict", "tuple", "is-instance"}
+)
+
+
+def _is_type_tag(part: str) -> bool:
+    """Pydantic puts union-member and validator names into error locations
+    (`tuple[...]`, `PlannedStep`, `function-after[...]`, `int`); they are not JSON keys.
+    Our document keys are all snake_case, so a capital, a bracket or a hyphen marks a tag."""
+    return part in _TYPE_TAGS or part[:1].isupper() or any(c in part for c in "[],-")
+
+
 def json_path(loc: tuple[int | str, ...]) -> str:
     """Render a pydantic error location as a JSON path: `$.plan.steps[2].kind`."""
     out = "$"
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part.startswith("function-") or part in {"tagged-union"}:
-            continue
-        else:
+        elif not _is_type_tag(part):
             out += f".{part}"
     return out
+
+
+def describe_errors(exc: ValidationError) -> tuple[str, str]:
+    """The JSON path of the first problem and a message for it. Errors from the branches of
+    one union (a value that is neither a number nor null, say) are merged into one message."""
+    errors = exc.errors()
+    path = json_path(tuple(errors[0]["loc"]))
+    same = [e for e in errors if json_path(tuple(e["loc"])) == path]
+    if errors[0]["type"] == "extra_forbidden":
+        problem = "unknown field (the scenario-v1 format does not allow extra fields)"
+    else:
+        problem = " or ".join(dict.fromkeys(e["msg"] for e in same))
+    more = len({json_path(tuple(e["loc"])) for e in errors}) - 1
+    if more:
+        problem += f" (and {more} more error{'s' if more > 1 else ''})"
+    return path, problem
 
 
 def read_json(path: Path) -> Any:
@@ -106,14 +132,8 @@ def parse_scenario(raw: Any, source: str) -> Scenario:
     try:
         return Scenario.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        more = len(exc.errors()) - 1
-        problem = first["msg"]
-        if first["type"] == "extra_forbidden":
-            problem = "unknown field (the scenario-v1 format does not allow extra fields)"
-        if more:
-            problem += f" (and {more} more error{'s' if more > 1 else ''})"
-        raise ScenarioError(source, json_path(tuple(first["loc"])), problem) from exc
+        path, problem = describe_errors(exc)
+        raise ScenarioError(source, path, problem) from exc
 
 
 def load_pack_dir(directory: Path) -> ScenarioPack:
@@ -128,10 +148,8 @@ def load_pack_dir(directory: Path) -> ScenarioPack:
     try:
         manifest = PackManifest.model_validate(raw_manifest)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ScenarioError(
-            str(manifest_path), json_path(tuple(first["loc"])), first["msg"]
-        ) from exc
+        path, problem = describe_errors(exc)
+        raise ScenarioError(str(manifest_path), path, problem) from exc
     scenario_dir = directory / "scenarios"
     if not scenario_dir.is_dir():
         raise ScenarioError(

@@ -12,7 +12,7 @@ explicit `null`, as that schema does; the few nullable ones are listed in `_NULL
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -28,6 +28,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from cavbench.scenarios._frozen import freeze
 from cavbench.scenarios._vocab import (
     Dimension,
     Family,
@@ -130,7 +131,7 @@ class Policy(_Doc):
     @property
     def allowed_item_ids(self) -> tuple[str, ...] | None:
         items = self.allowed_scope.get("item_ids")
-        if isinstance(items, list):
+        if isinstance(items, list | tuple):
             return tuple(str(i) for i in items)
         return None
 
@@ -163,7 +164,7 @@ class PlannedStep(_Doc):
     @property
     def scope_item_ids(self) -> tuple[str, ...]:
         items = self.action_scope.get("item_ids")
-        return tuple(str(i) for i in items) if isinstance(items, list) else ()
+        return tuple(str(i) for i in items) if isinstance(items, list | tuple) else ()
 
 
 class Plan(_Doc):
@@ -244,16 +245,52 @@ class Scenario(_Doc):
 
     @cached_property
     def _view(self) -> ScenarioView:
-        return ScenarioView(
+        # Built without re-validation so the JSON parts stay read-only containers: the view
+        # is shared by every episode of this scenario and must not be editable by adapters.
+        principal = self.task.principal
+        return ScenarioView.model_construct(
             id=self.id,
             family=self.family,
             title=self.title,
             user_request=self.task.user_request,
-            principal=self.task.principal,
+            principal=_frozen_copy(principal, "delegation"),
             toolset=self.task.toolset,
-            policy=self.policy,
-            plan=self.plan,
+            policy=_frozen_copy(self.policy, "allowed_scope"),
+            plan=Plan.model_construct(
+                _fields_set=self.plan.model_fields_set,
+                steps=tuple(_frozen_step(s) for s in self.plan.steps),
+            ),
         )
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _frozen_copy(model: _M, *fields: str) -> _M:
+    """`model` with the named JSON fields replaced by read-only deep copies."""
+    update = {f: freeze(getattr(model, f)) for f in fields if getattr(model, f) is not None}
+    copy = model.model_copy(update=update)
+    # model_copy marks updated fields as set; keep the document's own record of what was set.
+    object.__setattr__(copy, "__pydantic_fields_set__", set(model.model_fields_set))
+    return copy
+
+
+def _frozen_predicate(predicate: Predicate) -> Predicate:
+    copy = _frozen_copy(predicate, "value", "where")
+    if predicate.predicates:
+        object.__setattr__(
+            copy, "predicates", tuple(_frozen_predicate(p) for p in predicate.predicates)
+        )
+    return copy
+
+
+def _frozen_step(step: PlannedStep) -> PlannedStep:
+    copy = _frozen_copy(step, "changes", "args", "action_scope")
+    if step.precondition is not None:
+        object.__setattr__(copy, "precondition", _frozen_predicate(step.precondition))
+    if step.narrowed is not None:
+        object.__setattr__(copy, "narrowed", _frozen_step(step.narrowed))
+    return copy
 
 
 def _number(value: object) -> float | None:

@@ -222,8 +222,15 @@ class EpisodeTrace:
     final_state: State
     side_effects: tuple[LedgerRow, ...]
     adapter_report: AdapterReport
-    error: str | None = None
-    """Traceback text when the adapter raised; the episode is then scored as failed."""
+
+    @property
+    def error(self) -> str | None:
+        """The traceback if the adapter raised (recorded in the `run_error` event), else None."""
+        for event in reversed(self.events):
+            if event.event_type is EventType.RUN_ERROR:
+                text = event.metadata.get("traceback") or event.metadata.get("message")
+                return str(text) if text else "adapter raised"
+        return None
 
     def as_json(self) -> JSONObject:
         out: JSONObject = {
@@ -238,8 +245,6 @@ class EpisodeTrace:
             "side_effects": [r.as_json() for r in self.side_effects],
             "adapter_report": self.adapter_report.as_json(),
         }
-        if self.error is not None:
-            out["error"] = self.error
         return out
 
     def to_json_text(self) -> str:
@@ -255,5 +260,4 @@ class EpisodeTrace:
             final_state=data["final_state"],
             side_effects=tuple(LedgerRow.from_json(r) for r in data["side_effects"]),
             adapter_report=AdapterReport.from_json(data.get("adapter_report") or {}),
-            error=data.get("error"),
         )

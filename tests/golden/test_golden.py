@@ -65,7 +65,9 @@ def test_direct_outcome_and_policy_by_family(ablation: dict[Profile, list[Episod
 
 
 def test_cvsr_never_decreases_across_tiers(ablation: dict[Profile, list[Episode]]) -> None:
-    counts = [summarize(e.verdict for e in ablation[p]).overall.commit_valid for p in BASELINE_PROFILES]
+    counts = [
+        summarize(e.verdict for e in ablation[p]).overall.commit_valid for p in BASELINE_PROFILES
+    ]
     assert counts == sorted(counts)
 
 
@@ -90,7 +92,9 @@ def test_per_scenario_verdicts(pack_id: str) -> None:
     assert mismatched == []
 
 
-def test_replay_of_every_episode_gives_identical_verdicts(ablation: dict[Profile, list[Episode]]) -> None:
+def test_replay_of_every_episode_gives_identical_verdicts(
+    ablation: dict[Profile, list[Episode]],
+) -> None:
     import json
 
     from cavbench.trace import EpisodeTrace
