@@ -1,0 +1,1 @@
+"""Examples of using cavbench from the outside (not part of the installed package)."""
