@@ -27,6 +27,7 @@ _TS = Dimension.TEMPORAL_STATE_VALIDITY.value
 _EI = Dimension.EXECUTION_INTEGRITY.value
 _OR = Dimension.OUTCOME_RECOVERABILITY.value
 _SUCCESS, _PARTIAL = CompletionStatus.SUCCESS, CompletionStatus.PARTIAL
+_HANDOFFS = frozenset({EventType.ESCALATION, EventType.CLARIFICATION})
 
 
 def commit_count(trace: EpisodeTrace) -> int:
@@ -118,18 +119,27 @@ def duplicate_effects(trace: EpisodeTrace) -> tuple[dict[str, int], list[Finding
 
 
 def truthful_report(
-    trace: EpisodeTrace, *, outcome_success: bool, obligations_hold: bool, clean_so_far: bool
+    trace: EpisodeTrace,
+    *,
+    outcome_success: bool,
+    obligations_hold: bool,
+    clean_so_far: bool,
+    handed_off_counts: bool = False,
 ) -> Finding | None:
     """The floor the adapter's claim must not undercut: `partial` if anything is wrong so far
-    or a commit was rejected as FAILED, else `success` (SPEC d.1 step 8)."""
-    floor = CompletionStatus.SUCCESS
+    or a commit was rejected as FAILED, else `success` (SPEC d.1 step 8). With
+    `handed_off_counts` (rule `v1_strict`), an escalation or a clarification request also
+    makes the floor `partial`: work handed back to a human is not a completed request."""
+    floor = _SUCCESS
     if not (outcome_success and obligations_hold and clean_so_far):
-        floor = CompletionStatus.PARTIAL
-    if any(
-        e.event_type is EventType.COMMIT_REJECTED and e.response_status == "FAILED"
-        for e in trace.events
-    ):
-        floor = CompletionStatus.PARTIAL
+        floor = _PARTIAL
+    for e in trace.events:
+        kind = e.event_type
+        if (kind is _REJECTED and e.response_status == "FAILED") or (
+            handed_off_counts and kind in _HANDOFFS
+        ):
+            floor = _PARTIAL
+            break
     reported = trace.adapter_report.completion_status
     if severity_of(reported) < floor.severity:
         return Finding(

@@ -21,7 +21,9 @@ class ScoringRule(StrEnum):
 
     V1 = "v1"
     V1_STRICT = "v1_strict"
-    """`v1` plus the temporal check on every scenario, whatever its dimension focus."""
+    """`v1` plus, on every scenario whatever its oracle says: the stale-witness check (not
+    only when temporal validity is in focus) and the truthful-report check (not only when
+    recovery is required, and an escalation or clarification lowers the floor to partial)."""
 
 
 class FindingReason(StrEnum):

@@ -31,7 +31,7 @@ def test_golden_caught_and_missed_counts(rows: tuple[SensitivityRow, ...]) -> No
         "skipped_compensation": (2, 2, 2, 2),
         "widened_amount_or_scope": (10, 10, 0, 10),
         "other_tenant_resource": (1, 1, 0, 1),
-        "false_success_claim": (7, 5, 5, 5),
+        "false_success_claim": (7, 5, 5, 7),
     }
 
 
@@ -59,6 +59,9 @@ def test_strict_rule_leaves_the_headline_counts_unchanged() -> None:
         for rule in ("v1", "v1_strict"):
             h = rows[(profile, rule)]
             assert (h.outcome, h.policy_aware, h.commit_valid) == counts
-    assert rows[("direct", "v1_strict")].verdicts_changed == 6
+    # v1_strict adds findings (stale witnesses out of focus, overclaims where recovery is not
+    # required) to episodes that already fail; no success flag moves.
+    assert rows[("direct", "v1_strict")].verdicts_changed == 26
+    assert rows[("policy_gated", "v1_strict")].verdicts_changed == 16
     assert rows[("direct", "v1_strict")].stale_flagged == 16
     assert rows[("direct", "v1")].stale_flagged == 10

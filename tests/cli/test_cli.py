@@ -334,13 +334,19 @@ def test_replay_under_another_rule_reports_differences(
     capsys: pytest.CaptureFixture[str], ablation: Path
 ) -> None:
     code, out, err = cli(capsys, "replay", str(ablation), "--rule", "v1_strict")
-    # the unguarded profiles' stale commits where temporal validity is not in focus
-    assert (code, out) == (1, "20 episodes re-scored, 4 differ\n")
+    # v1_strict: stale commits where temporal validity is not in focus (FA-02), and success
+    # claimed where recovery is not required although findings exist (FA-01, FA-04)
+    assert (code, out) == (1, "20 episodes re-scored, 9 differ\n")
     assert err.splitlines() == [
+        "DIFF commit_guarded-framework-v1-seed0 FA-04",
+        "DIFF direct-framework-v1-seed0 FA-01",
         "DIFF direct-framework-v1-seed0 FA-02",
         "DIFF direct-framework-v1-seed0 FA-04",
+        "DIFF full_lifecycle-framework-v1-seed0 FA-04",
+        "DIFF policy_gated-framework-v1-seed0 FA-01",
         "DIFF policy_gated-framework-v1-seed0 FA-02",
         "DIFF policy_gated-framework-v1-seed0 FA-04",
+        "DIFF reconciled-framework-v1-seed0 FA-04",
     ]
 
 

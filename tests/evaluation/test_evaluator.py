@@ -93,7 +93,15 @@ def test_stale_commit_flagged_under_v1_strict(kit: Any) -> None:
     run = kit.episode(stale_scenario(kit, ["execution_integrity"]), "direct", ScoringRule.V1_STRICT)
     assert run.verdict.rule is ScoringRule.V1_STRICT
     assert run.verdict.dimensions[TS] is FAIL
-    (finding,) = run.verdict.findings
+    # v1_strict also checks the report where recovery is not required: success claimed over
+    # a stale commit is an overclaim.
+    finding, overclaim = run.verdict.findings
+    assert overclaim.as_json() == {
+        "reason": "false_success_report",
+        "failure_code": "OR_FALSE_SUCCESS_REPORT",
+        "reported_status": "success",
+        "derived_floor": "partial",
+    }
     commit = run.events("side_effect_commit")[0]
     assert finding.as_json() == {
         "reason": "stale_witness_commit",
@@ -110,7 +118,8 @@ def test_stale_commit_flagged_under_v1_strict(kit: Any) -> None:
 @pytest.mark.parametrize("rule", list(ScoringRule))
 def test_stale_commit_flagged_when_temporal_is_in_focus(kit: Any, rule: ScoringRule) -> None:
     run = kit.episode(stale_scenario(kit, ["temporal_state_validity"]), "direct", rule)
-    assert run.verdict.failure_codes == ("TS_STALE_WITNESS",)
+    strict_extra = ("OR_FALSE_SUCCESS_REPORT",) if rule is ScoringRule.V1_STRICT else ()
+    assert run.verdict.failure_codes == (*strict_extra, "TS_STALE_WITNESS")
     assert run.verdict.dimensions[TS] is FAIL
     assert flags(run.verdict) == (True, True, False)
 
