@@ -1,0 +1,346 @@
+"""Report tables (Markdown and LaTeX booktabs) built from the metrics and contrasts frames.
+
+A table is first a small typed model (:class:`ReportTable`: header, aligned columns, row
+blocks, notes); the two renderers only format it, so the Markdown and LaTeX versions always
+hold the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import polars as pl
+
+from analysis._bootstrap import BootstrapConfig
+from analysis._vocab import Metric, SmallNMethod
+
+_DASH = "–"
+
+
+class Align(StrEnum):
+    """Column alignment."""
+
+    LEFT = "left"
+    RIGHT = "right"
+    CENTER = "center"
+
+
+@dataclass(frozen=True)
+class ReportTable:
+    """A table as data: column headers and alignments, blocks of rows, a caption and notes.
+
+    Rows within a block belong together (one profile); renderers separate blocks.
+    """
+
+    headers: tuple[str, ...]
+    aligns: tuple[Align, ...]
+    blocks: tuple[tuple[tuple[str, ...], ...], ...]
+    caption: str = ""
+    notes: tuple[str, ...] = ()
+    label: str = ""
+
+
+def fmt_rate(value: float | None, decimals: int = 3) -> str:
+    """A rate with fixed decimals; ``None``/NaN as a dash and no negative zero.
+
+    >>> fmt_rate(-0.0), fmt_rate(0.675), fmt_rate(None)
+    ('0.000', '0.675', '–')
+    """
+    if value is None or math.isnan(value):
+        return _DASH
+    text = f"{value:.{decimals}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0.0 else text
+
+
+def fmt_interval(low: float | None, high: float | None, decimals: int = 3) -> str:
+    """``[low, high]`` or a dash when undefined.
+
+    >>> fmt_interval(0.8, 0.975)
+    '[0.800, 0.975]'
+    """
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return _DASH
+    return f"[{fmt_rate(low, decimals)}, {fmt_rate(high, decimals)}]"
+
+
+def _interval_legend(config: BootstrapConfig, n_tasks: Sequence[int]) -> str:
+    tasks = ", ".join(str(t) for t in sorted(set(n_tasks)))
+    strat = f", stratified by {config.stratify_by}" if config.stratify_by else ""
+    method = "BCa" if config.method == "bca" else "percentile"
+    return (
+        f"Clustered: {config.level:.0%} task-clustered bootstrap interval ({method}, "
+        f"{config.n_resamples:,} resamples, seed {config.seed}{strat}); the resampling unit is "
+        f"the scenario ({tasks} tasks), all episodes of a drawn scenario stay together, and one "
+        "draw serves every profile, so VG and PAVG come from the same resamples as their parts."
+    )
+
+
+def headline_table(
+    metrics: pl.DataFrame,
+    config: BootstrapConfig,
+    *,
+    groups: Sequence[str] = ("profile",),
+    small_n: SmallNMethod = SmallNMethod.WILSON,
+    caption: str = "Headline metrics per profile.",
+    label: str = "tab:cavbench-headline",
+) -> ReportTable:
+    """The headline table: per group, estimate with ``k/n``, clustered and small-n intervals.
+
+    ``metrics`` is :func:`analysis.headline_metrics`'s frame.
+    """
+    metric_names = [str(m) for m in Metric]
+    first_label = " / ".join(groups) if groups else "group"
+    headers = (first_label.replace("_", " ").capitalize(), "", "n", *metric_names)
+    aligns = (Align.LEFT, Align.LEFT, Align.RIGHT, *(Align.CENTER for _ in metric_names))
+    blocks = []
+    labels: list[tuple[object, ...]] = list(
+        dict.fromkeys(metrics.select(list(groups)).rows()) if groups else [()]
+    )
+    any_effective = False
+    for key in labels:
+        part = metrics
+        for name, value in zip(groups, key, strict=True):
+            part = part.filter(pl.col(name).eq_missing(value))
+        by_metric = {row["metric"]: row for row in part.iter_rows(named=True)}
+        first = next(iter(by_metric.values()))
+        estimates, clustered, small = [], [], []
+        for name in metric_names:
+            row = by_metric.get(name)
+            if row is None:
+                estimates.append(_DASH)
+                clustered.append(_DASH)
+                small.append(_DASH)
+                continue
+            estimates.append(f"{fmt_rate(row['estimate'])} ({row['k']}/{row['n']})")
+            clustered.append(fmt_interval(row["ci_low"], row["ci_high"]))
+            small.append(fmt_interval(row["small_n_low"], row["small_n_high"]))
+            n_eff = row["n_effective"]
+            if n_eff is not None and abs(n_eff - row["n"]) > 1e-9:
+                any_effective = True
+        group_label = " / ".join(str(v) for v in key) or "all"
+        level = f"{config.level:.0%}"
+        blocks.append(
+            (
+                (group_label, "estimate (k/n)", str(first["n"]), *estimates),
+                ("", f"{level} clustered", "", *clustered),
+                ("", f"{level} {small_n.value.capitalize()}", "", *small),
+            )
+        )
+    small_note = (
+        f"{small_n.value.capitalize()}: score interval for a single rate"
+        if small_n is SmallNMethod.WILSON
+        else "Jeffreys: equal-tailed Beta(k+1/2, n-k+1/2) interval for a single rate"
+    )
+    small_note += (
+        ", on k of the Kish effective n where episodes repeat within scenarios."
+        if any_effective
+        else " (one episode per scenario, so n is the number of scenarios)."
+    )
+    notes = [
+        _interval_legend(config, metrics["n_tasks"].to_list()),
+        small_note + " It stays informative at 0/n and n/n, where the bootstrap collapses.",
+        "VG = OSR - CVSR and PAVG = PAOSR - CVSR; their k is the difference of the counts.",
+    ]
+    if "n_errors" in metrics.columns:
+        per_group = metrics.unique(subset=list(groups) or None, keep="first", maintain_order=True)
+        crashed = int(per_group["n_errors"].fill_null(0).sum())
+        if crashed:
+            notes.append(
+                f"{crashed} episode(s) ended with an adapter error; they count as failures."
+            )
+    return ReportTable(headers, aligns, tuple(blocks), caption, tuple(notes), label)
+
+
+def contrasts_table(
+    contrasts: pl.DataFrame,
+    note: str,
+    config: BootstrapConfig,
+    *,
+    caption: str = "Paired differences between profiles, within scenario.",
+    label: str = "tab:cavbench-contrasts",
+) -> ReportTable:
+    """One row per contrast: difference, clustered interval, discordant tasks, p-values."""
+    within = [c for c in contrasts.columns if c not in _CONTRAST_COLUMNS]
+    headers = (
+        *(w.capitalize() for w in within),
+        "Metric",
+        "Contrast",
+        "Difference",
+        f"{config.level:.0%} clustered",
+        "Tasks",
+        "+/-",
+        "McNemar p",
+        "Permutation p",
+        "Holm p (perm.)",
+    )
+    aligns = (
+        *(Align.LEFT for _ in within),
+        Align.LEFT,
+        Align.LEFT,
+        Align.RIGHT,
+        Align.CENTER,
+        Align.RIGHT,
+        Align.RIGHT,
+        Align.RIGHT,
+        Align.RIGHT,
+        Align.RIGHT,
+    )
+    rows = tuple(
+        (
+            *(str(row[w]) for w in within),
+            row["metric"],
+            f"{row['left']} - {row['right']}",
+            fmt_rate(row["difference"]),
+            fmt_interval(row["ci_low"], row["ci_high"]),
+            str(row["n_tasks"]),
+            f"{row['left_higher']}/{row['right_higher']}",
+            fmt_p(row["mcnemar_p"]),
+            fmt_p(row["permutation_p"]),
+            fmt_p(row["permutation_p_holm"]),
+        )
+        for row in contrasts.iter_rows(named=True)
+    )
+    notes = [
+        "+/-: scenarios where the left profile's per-scenario value is higher / lower than the "
+        "right's (the discordant pairs; for a gap, higher is worse).",
+        "McNemar: exact two-sided sign test on the discordant scenarios. Permutation: paired "
+        "sign-flip test of the mean per-scenario difference.",
+    ]
+    if note:
+        notes.append(note)
+    return ReportTable(headers, aligns, (rows,), caption, tuple(notes), label)
+
+
+_CONTRAST_COLUMNS = frozenset(
+    {
+        "metric",
+        "factor",
+        "left",
+        "right",
+        "left_estimate",
+        "right_estimate",
+        "difference",
+        "ci_low",
+        "ci_high",
+        "ci_method",
+        "n_tasks",
+        "left_higher",
+        "right_higher",
+        "mcnemar_p",
+        "permutation_p",
+        "mcnemar_p_holm",
+        "permutation_p_holm",
+    }
+)
+
+
+def fmt_p(value: float | None) -> str:
+    """A p-value with three decimals, or ``<0.001``.
+
+    >>> fmt_p(0.0625), fmt_p(1.9e-9)
+    ('0.062', '<0.001')
+    """
+    if value is None or math.isnan(value):
+        return _DASH
+    return "<0.001" if value < 0.0005 else f"{value:.3f}"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def to_markdown(table: ReportTable) -> str:
+    """Render as a GitHub-flavoured Markdown table (padded to align), then the notes.
+
+    >>> print(to_markdown(ReportTable(("A", "B"), (Align.LEFT, Align.RIGHT), ((("x", "1"),),))))
+    | A | B |
+    |:--|--:|
+    | x | 1 |
+    <BLANKLINE>
+    """
+    rows = [tuple(_md_escape(c) for c in table.headers)]
+    body = [tuple(_md_escape(c) for c in row) for block in table.blocks for row in block]
+    widths = [max(len(r[i]) for r in rows + body) for i in range(len(table.headers))]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = []
+        for cell, width, align in zip(cells, widths, table.aligns, strict=True):
+            padded.append(cell.rjust(width) if align is Align.RIGHT else cell.ljust(width))
+        return "| " + " | ".join(padded) + " |"
+
+    rule = {Align.LEFT: ":{}", Align.RIGHT: "{}:", Align.CENTER: ":{}:"}
+    separator = (
+        "|"
+        + "|".join(
+            rule[a].format("-" * max(1, w + 2 - (2 if a is Align.CENTER else 1)))
+            for a, w in zip(table.aligns, widths, strict=True)
+        )
+        + "|"
+    )
+    out = []
+    if table.caption:
+        out += [f"**{table.caption}**", ""]
+    out += [line(rows[0]), separator, *(line(r) for r in body), ""]
+    out += [f"- {note}" for note in table.notes]
+    return "\n".join(out) + ("\n" if table.notes else "")
+
+
+_LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "–": "--",
+}
+
+
+def latex_escape(text: str) -> str:
+    """Escape LaTeX special characters.
+
+    >>> latex_escape("policy_gated 95%")
+    'policy\\\\_gated 95\\\\%'
+    """
+    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
+
+
+def to_latex(table: ReportTable) -> str:
+    """Render as a booktabs ``table`` environment (needs ``\\usepackage{booktabs}``)."""
+    spec = "".join({Align.LEFT: "l", Align.RIGHT: "r", Align.CENTER: "c"}[a] for a in table.aligns)
+    out = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\small",
+    ]
+    if table.caption:
+        out.append(rf"\caption{{{latex_escape(table.caption)}}}")
+    if table.label:
+        out.append(rf"\label{{{table.label}}}")
+    out += [
+        rf"\begin{{tabular}}{{{spec}}}",
+        r"\toprule",
+        " & ".join(latex_escape(h) for h in table.headers) + r" \\",
+        r"\midrule",
+    ]
+    for i, block in enumerate(table.blocks):
+        if i:
+            out.append(r"\addlinespace")
+        out += [" & ".join(latex_escape(c) for c in row) + r" \\" for row in block]
+    out += [r"\bottomrule", r"\end{tabular}"]
+    if table.notes:
+        out.append(r"\par\smallskip")
+        out.append(
+            r"\parbox{\linewidth}{\footnotesize "
+            + " ".join(latex_escape(n) for n in table.notes)
+            + "}"
+        )
+    out.append(r"\end{table}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,448 @@
+"""The analysis stage: a sweep's tables in, metrics, report tables and figures out.
+
+`cavbench analyze SWEEP_DIR --out DIR` reads the sweep's `episodes` and `verdicts` tables and
+writes, into DIR (replaced as a whole, never left half-written):
+
+- `metrics.parquet` (headline metrics per group, long form), `metrics_by_family.parquet`,
+  `contrasts.parquet`, `pass_k.parquet`, `failure_codes.parquet`, `dimensions.parquet`;
+- `headline.md` / `headline.tex` and `contrasts.md` / `contrasts.tex`;
+- `figures/` (SVG, PDF, PNG, and beside each the CSV of the numbers it draws);
+- `analysis_manifest.json`: the inputs with their checksums, every parameter (seed,
+  resamples, level, method, ...), library versions, and the checksum of every output.
+
+The computing half (:func:`compute_analysis`) is shared with :mod:`pipelines.paper`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Literal
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict
+
+from analysis import (
+    BootstrapConfig,
+    ContrastsResult,
+    FigureFormat,
+    Metric,
+    MetricsResult,
+    Plot,
+    ReportTable,
+    SmallNMethod,
+    SuccessFlag,
+    SweepTables,
+    contrasts_table,
+    dimension_breakdown,
+    failure_code_breakdown,
+    family_small_multiples,
+    headline_metrics,
+    headline_table,
+    osr_cvsr_dumbbell,
+    paired_contrasts,
+    paired_difference_figure,
+    pass_hat_k,
+    pass_k_figure,
+    read_sweep,
+    sha256_file,
+    to_latex,
+    to_markdown,
+    validity_gap_figure,
+    write_plot,
+)
+from analysis._bootstrap import DEFAULT_CONFIG
+from analysis._errors import AnalysisConfigError
+from analysis._figures import round_numbers
+from analysis._frames import UNPOOLABLE_COLUMNS, check_single_valued, ordered_levels
+from cavbench.provenance import environment_facts
+
+ANALYSIS_MANIFEST = "analysis_manifest.json"
+FIGURES = "figures"
+LIBRARIES = ("cavbench", "numpy", "scipy", "polars", "pyarrow", "matplotlib")
+
+
+@dataclass(frozen=True)
+class AnalyzeOptions:
+    """Everything that changes the numbers of an analysis (all recorded in the manifest)."""
+
+    group_by: tuple[str, ...] = ("profile",)
+    where: tuple[tuple[str, str], ...] = ()
+    """``(column, value)`` filters applied first (values compared as text)."""
+    bootstrap: BootstrapConfig = DEFAULT_CONFIG
+    small_n: SmallNMethod = SmallNMethod.WILSON
+    reference: str | None = None
+    """Level every other level is contrasted with (default: the first in canonical order)."""
+    contrast_metrics: tuple[Metric, ...] = (Metric.CVSR, Metric.VG)
+    permutation_resamples: int = 9_999
+    pass_k_flag: SuccessFlag = SuccessFlag.COMMIT_VALID
+    formats: tuple[FigureFormat, ...] = tuple(FigureFormat)
+    skip_incomplete: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.group_by:
+            raise AnalysisConfigError("group_by needs at least one column (e.g. profile)")
+
+
+@dataclass(frozen=True, eq=False)
+class AnalysisBundle:
+    """Every table, report and figure of one analysis, before anything is written."""
+
+    options: AnalyzeOptions
+    metrics: MetricsResult
+    family_metrics: pl.DataFrame | None
+    contrasts: ContrastsResult | None
+    pass_k: pl.DataFrame
+    failure_codes: pl.DataFrame
+    dimensions: pl.DataFrame | None
+    headline: ReportTable
+    contrasts_report: ReportTable | None
+    plots: tuple[Plot, ...] = field(default=())
+
+    def frames(self) -> dict[str, pl.DataFrame]:
+        """The numeric result tables by output name."""
+        out = {
+            "metrics": self.metrics.frame,
+            "pass_k": self.pass_k,
+            "failure_codes": self.failure_codes,
+        }
+        if self.family_metrics is not None:
+            out["metrics_by_family"] = self.family_metrics
+        if self.contrasts is not None:
+            out["contrasts"] = self.contrasts.frame
+        if self.dimensions is not None:
+            out["dimensions"] = self.dimensions
+        return out
+
+    def reports(self) -> dict[str, ReportTable]:
+        """The report tables by output name."""
+        out = {"headline": self.headline}
+        if self.contrasts_report is not None:
+            out["contrasts"] = self.contrasts_report
+        return out
+
+
+def apply_filters(episodes: pl.DataFrame, where: Sequence[tuple[str, str]]) -> pl.DataFrame:
+    """Keep the episodes whose columns equal the given values (compared as text)."""
+    for column, value in where:
+        if column not in episodes.schema:
+            raise AnalysisConfigError(
+                f"--where {column}={value}: no column {column!r} in episodes "
+                f"(columns: {', '.join(episodes.columns)})"
+            )
+        episodes = episodes.filter(pl.col(column).cast(pl.String) == value)
+    if episodes.is_empty():
+        raise AnalysisConfigError(f"no episode matches the filters {list(where)}")
+    return episodes
+
+
+def _contrast_factor(group_by: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+    factor = "profile" if "profile" in group_by else group_by[0]
+    return factor, tuple(c for c in group_by if c != factor)
+
+
+def compute_analysis(
+    episodes: pl.DataFrame,
+    verdicts: pl.DataFrame | None,
+    options: AnalyzeOptions = AnalyzeOptions(),
+    *,
+    factor_columns: Sequence[str] = (),
+    caption: str = "Headline metrics per profile.",
+) -> AnalysisBundle:
+    """Run every analysis over the tables (no file is read or written)."""
+    episodes = apply_filters(episodes, options.where)
+    group_by = options.group_by
+    check_single_valued(episodes, [*UNPOOLABLE_COLUMNS, *factor_columns], group_by)
+    config = options.bootstrap
+    metrics = headline_metrics(episodes, group_by, config, small_n=options.small_n)
+    family_metrics: pl.DataFrame | None = None
+    if "family" not in group_by and "family" in episodes.schema:
+        by_family = BootstrapConfig(
+            n_resamples=config.n_resamples,
+            seed=config.seed,
+            level=config.level,
+            method=config.method,
+            stratify_by="family",
+        )
+        family_metrics = headline_metrics(
+            episodes, (*group_by, "family"), by_family, small_n=options.small_n
+        ).frame
+    factor, within = _contrast_factor(group_by)
+    contrasts: ContrastsResult | None = None
+    if len(ordered_levels(episodes, factor)) >= 2:
+        contrasts = paired_contrasts(
+            episodes,
+            factor=factor,
+            metrics=options.contrast_metrics,
+            reference=options.reference,
+            within=within,
+            config=config,
+            permutation_resamples=options.permutation_resamples,
+        )
+    pass_k = pass_hat_k(episodes, group_by, flag=options.pass_k_flag, config=config)
+    failure_codes = failure_code_breakdown(episodes, group_by)
+    dimensions = None
+    if verdicts is not None:
+        ids = episodes.select("episode_id")
+        dimensions = dimension_breakdown(
+            verdicts.join(ids, on="episode_id", how="semi"), group_by, episodes=episodes
+        )
+    headline = headline_table(
+        metrics.frame, config, groups=group_by, small_n=options.small_n, caption=caption
+    )
+    contrasts_report = (
+        None if contrasts is None else contrasts_table(contrasts.frame, contrasts.note, config)
+    )
+    plots = [
+        validity_gap_figure(metrics.frame, group_by),
+        osr_cvsr_dumbbell(metrics.frame, group_by),
+        pass_k_figure(pass_k, group_by),
+    ]
+    if family_metrics is not None and len(group_by) == 1:
+        plots.insert(2, family_small_multiples(family_metrics, group=group_by[0]))
+    if contrasts is not None and not within:
+        plots.insert(-1, paired_difference_figure(contrasts.frame))
+    return AnalysisBundle(
+        options=options,
+        metrics=metrics,
+        family_metrics=family_metrics,
+        contrasts=contrasts,
+        pass_k=pass_k,
+        failure_codes=failure_codes,
+        dimensions=dimensions,
+        headline=headline,
+        contrasts_report=contrasts_report,
+        plots=tuple(plots),
+    )
+
+
+class FileRecord(BaseModel):
+    """A file read or written, relative to the manifest's base, with its SHA-256."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    """Path relative to the input (for inputs) or output (for outputs) directory."""
+    sha256: str
+    """Hex SHA-256 of the file's bytes."""
+
+
+class AnalysisParameters(BaseModel):
+    """Every parameter that changes the numbers."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    group_by: tuple[str, ...]
+    where: tuple[tuple[str, str], ...]
+    seed: int
+    """Seed of the task resampling (and of the permutation tests)."""
+    n_resamples: int
+    level: float
+    method: str
+    """Bootstrap interval: ``bca`` or ``percentile``."""
+    stratify_by: str | None
+    small_n: str
+    """Closed-form interval beside the bootstrap for single rates."""
+    reference: str | None
+    contrast_metrics: tuple[str, ...]
+    permutation_resamples: int
+    pass_k_flag: str
+    family_breakdown_stratified_by: str = "family"
+    """Per-family metrics resample scenarios within their family."""
+
+    @classmethod
+    def of(cls, options: AnalyzeOptions) -> AnalysisParameters:
+        """The parameters of an options record."""
+        b = options.bootstrap
+        return cls(
+            group_by=options.group_by,
+            where=options.where,
+            seed=b.seed,
+            n_resamples=b.n_resamples,
+            level=b.level,
+            method=str(b.method),
+            stratify_by=b.stratify_by,
+            small_n=str(options.small_n),
+            reference=options.reference,
+            contrast_metrics=tuple(str(m) for m in options.contrast_metrics),
+            permutation_resamples=options.permutation_resamples,
+            pass_k_flag=str(options.pass_k_flag),
+        )
+
+
+class AnalysisManifest(BaseModel):
+    """What an analysis read, how it computed, with which libraries, and what it wrote."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["cavbench.analysis"] = "cavbench.analysis"
+    schema_version: str = "1"
+    layout: str
+    """How the inputs were laid out: ``collected``, ``jobs`` or ``single``."""
+    inputs: tuple[FileRecord, ...]
+    skipped_cells: tuple[str, ...] = ()
+    """Job folders left out because they did not complete (``--skip-incomplete``)."""
+    factor_columns: tuple[str, ...] = ()
+    parameters: AnalysisParameters
+    library_versions: dict[str, str]
+    """Python and the libraries that shape the numbers and figures."""
+    provenance: dict[str, str | None] = {}
+    """cavbench version and git commit of the code that ran the analysis (analyze only)."""
+    outputs: tuple[FileRecord, ...] = ()
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of Python and of the libraries behind the numbers and the figures."""
+    versions = {"python": platform.python_version()}
+    for name in LIBRARIES:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def manifest_json(manifest: AnalysisManifest) -> str:
+    """The manifest as stable JSON text (indent 2, sorted keys, trailing newline)."""
+    return json.dumps(manifest.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+
+
+def _write_frame(frame: pl.DataFrame, path: Path) -> None:
+    if path.suffix == ".csv":
+        round_numbers(frame).write_csv(path)
+    else:
+        frame.write_parquet(path, statistics=False)
+
+
+def write_bundle(
+    bundle: AnalysisBundle, directory: Path, *, table_format: Literal["parquet", "csv"]
+) -> list[Path]:
+    """Write the bundle's tables, reports and figures into ``directory`` (which must exist)."""
+    written: list[Path] = []
+    for name, frame in bundle.frames().items():
+        path = directory / f"{name}.{table_format}"
+        _write_frame(frame, path)
+        written.append(path)
+    for name, table in bundle.reports().items():
+        for suffix, text in ((".md", to_markdown(table)), (".tex", to_latex(table))):
+            path = directory / f"{name}{suffix}"
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    for plot in bundle.plots:
+        written += write_plot(plot, directory / FIGURES, bundle.options.formats)
+    return written
+
+
+def file_records(paths: Sequence[Path], base: Path) -> tuple[FileRecord, ...]:
+    """Checksummed records of files, relative to ``base``, sorted by path."""
+    return tuple(
+        sorted(
+            (FileRecord(path=p.relative_to(base).as_posix(), sha256=sha256_file(p)) for p in paths),
+            key=lambda r: r.path,
+        )
+    )
+
+
+def check_replaceable(target: Path, *, owner_file: str) -> None:
+    """Refuse an output directory that exists and is not empty or a previous output.
+
+    (So a typo in ``--out`` cannot delete unrelated files.) Called before any work is done.
+    """
+    if not target.exists():
+        return
+    if not target.is_dir():
+        raise AnalysisConfigError(f"{target}: exists and is not a directory (fix: pick --out)")
+    if any(target.iterdir()) and not (target / owner_file).is_file():
+        raise AnalysisConfigError(
+            f"{target}: not empty and not a previous output (no {owner_file}); refusing to "
+            "replace it (fix: choose an empty or new --out directory)"
+        )
+
+
+def replace_directory(target: Path, build: Path, *, owner_file: str) -> None:
+    """Move a fully built directory into place, replacing a previous output of the same kind."""
+    check_replaceable(target, owner_file=owner_file)
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        target.rename(old)
+        build.rename(target)
+        shutil.rmtree(old)
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        build.rename(target)
+
+
+def _staging(out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+
+
+@dataclass(frozen=True, eq=False)
+class AnalyzeResult:
+    """What `analyze` produced."""
+
+    bundle: AnalysisBundle
+    manifest: AnalysisManifest
+    out: Path
+    tables: SweepTables
+
+
+def run_analyze(
+    sweep_dir: Path,
+    out: Path,
+    options: AnalyzeOptions = AnalyzeOptions(),
+) -> AnalyzeResult:
+    """Read a sweep, analyse it and write every output into ``out`` atomically."""
+    sweep_dir, out = Path(sweep_dir), Path(out)
+    check_replaceable(out, owner_file=ANALYSIS_MANIFEST)
+    tables = read_sweep(sweep_dir, skip_incomplete=options.skip_incomplete)
+    bundle = compute_analysis(
+        tables.episodes, tables.verdicts, options, factor_columns=tables.factor_columns
+    )
+    staging = _staging(out)
+    try:
+        written = write_bundle(bundle, staging, table_format="parquet")
+        facts = environment_facts()
+        manifest = AnalysisManifest(
+            layout=str(tables.layout),
+            inputs=file_records([s.path for s in tables.sources], sweep_dir),
+            skipped_cells=tables.skipped_cells,
+            factor_columns=tables.factor_columns,
+            parameters=AnalysisParameters.of(options),
+            library_versions=library_versions(),
+            provenance={k: facts[k] for k in ("cavbench_version", "git_commit")},
+            outputs=file_records(written, staging),
+        )
+        (staging / ANALYSIS_MANIFEST).write_text(manifest_json(manifest), encoding="utf-8")
+        replace_directory(out, staging, owner_file=ANALYSIS_MANIFEST)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return AnalyzeResult(bundle=bundle, manifest=manifest, out=out, tables=tables)
+
+
+__all__ = [
+    "ANALYSIS_MANIFEST",
+    "AnalysisBundle",
+    "AnalysisManifest",
+    "AnalysisParameters",
+    "AnalyzeOptions",
+    "AnalyzeResult",
+    "FileRecord",
+    "apply_filters",
+    "check_replaceable",
+    "compute_analysis",
+    "file_records",
+    "library_versions",
+    "manifest_json",
+    "replace_directory",
+    "run_analyze",
+    "write_bundle",
+]

@@ -1,0 +1,162 @@
+"""`cavbench analyze` and `cavbench figures`: subcommands registered with the main CLI."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from analysis import (
+    BootstrapConfig,
+    FigureFormat,
+    IntervalMethod,
+    Metric,
+    SmallNMethod,
+    SuccessFlag,
+)
+from analysis import to_markdown as render_markdown
+from cavbench.errors import CavBenchError
+from pipelines import paper
+from pipelines.analyze import AnalyzeOptions, run_analyze
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _where(text: str) -> tuple[str, str]:
+    column, sep, value = text.partition("=")
+    if not sep or not column:
+        raise argparse.ArgumentTypeError(f"expected COLUMN=VALUE, got {text!r}")
+    return column, value
+
+
+def _metrics(text: str) -> tuple[Metric, ...]:
+    try:
+        return tuple(Metric(part.upper()) for part in _csv(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"metrics are a comma list of {', '.join(m.value for m in Metric)}; got {text!r}"
+        ) from None
+
+
+def _formats(text: str) -> tuple[FigureFormat, ...]:
+    try:
+        return tuple(FigureFormat(part.lower()) for part in _csv(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"formats are a comma list of {', '.join(f.value for f in FigureFormat)}; got {text!r}"
+        ) from None
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    """Analyse a sweep; print the headline table; write everything to --out."""
+    try:
+        options = AnalyzeOptions(
+            group_by=args.group_by,
+            where=tuple(args.where or ()),
+            bootstrap=BootstrapConfig(
+                n_resamples=args.resamples,
+                seed=args.seed,
+                level=args.level,
+                method=IntervalMethod(args.method),
+                stratify_by=args.stratify_by,
+            ),
+            small_n=SmallNMethod(args.small_n),
+            reference=args.reference,
+            contrast_metrics=args.contrast_metrics,
+            permutation_resamples=args.permutation_resamples,
+            pass_k_flag=SuccessFlag(args.pass_k_flag),
+            formats=args.figure_formats,
+            skip_incomplete=args.skip_incomplete,
+        )
+        result = run_analyze(args.sweep_dir, args.out, options)
+    except CavBenchError as error:
+        print(f"ERROR: {error}", file=sys.stderr)
+        return 1
+    print(render_markdown(result.bundle.headline))
+    if result.bundle.contrasts_report is not None:
+        print(render_markdown(result.bundle.contrasts_report))
+    for cell in result.tables.skipped_cells:
+        print(f"warning: left out incomplete job {cell}", file=sys.stderr)
+    print(
+        f"wrote {len(result.manifest.outputs) + 1} files to {result.out} "
+        f"(manifest: {result.out / 'analysis_manifest.json'})"
+    )
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `analyze` and `figures` subcommands."""
+    p = subparsers.add_parser(
+        "analyze",
+        help="metrics with task-clustered intervals, contrasts, pass^k, figures for a sweep",
+        description=(
+            "Read a sweep's episodes/verdicts tables (collected/ if present, else the job "
+            "folders) and write metrics (Parquet), report tables (Markdown, LaTeX), figures "
+            "and an analysis manifest to --out. Prints the headline table."
+        ),
+    )
+    p.add_argument("sweep_dir", type=Path, help="sweep output directory (or a folder of tables)")
+    p.add_argument("--out", type=Path, required=True, help="output directory (replaced)")
+    p.add_argument("--group-by", type=_csv, default=("profile",), help="comma list (profile)")
+    p.add_argument(
+        "--where",
+        type=_where,
+        action="append",
+        metavar="COLUMN=VALUE",
+        help="keep only episodes with this value (repeatable)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="resampling seed (0)")
+    p.add_argument("--resamples", type=_positive, default=10_000, help="bootstrap resamples")
+    p.add_argument("--level", type=float, default=0.95, help="interval level (0.95)")
+    p.add_argument(
+        "--method", choices=[m.value for m in IntervalMethod], default=IntervalMethod.BCA.value
+    )
+    p.add_argument(
+        "--stratify-by", default=None, metavar="COLUMN", help="resample tasks within strata"
+    )
+    p.add_argument(
+        "--small-n", choices=[m.value for m in SmallNMethod], default=SmallNMethod.WILSON.value
+    )
+    p.add_argument("--reference", default=None, help="level other levels are contrasted with")
+    p.add_argument(
+        "--contrast-metrics",
+        type=_metrics,
+        default=(Metric.CVSR, Metric.VG),
+        help="comma list of metrics to contrast (CVSR,VG)",
+    )
+    p.add_argument("--permutation-resamples", type=_positive, default=9_999)
+    p.add_argument(
+        "--pass-k-flag",
+        choices=[f.value for f in SuccessFlag],
+        default=SuccessFlag.COMMIT_VALID.value,
+    )
+    p.add_argument(
+        "--figure-formats",
+        type=_formats,
+        default=tuple(FigureFormat),
+        metavar="svg,pdf,png",
+        help="figure formats to write (all three by default)",
+    )
+    p.add_argument(
+        "--skip-incomplete",
+        action="store_true",
+        help="leave out job folders whose manifest is not COMPLETE (default: refuse)",
+    )
+    p.set_defaults(func=cmd_analyze)
+
+    f = subparsers.add_parser(
+        "figures",
+        help="regenerate the paper's figures and tables from artifacts/ (offline)",
+        description=(paper.__doc__ or "").split("\n\n")[0],
+    )
+    paper.add_arguments(f)
+    f.set_defaults(func=paper.run)

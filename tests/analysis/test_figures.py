@@ -1,0 +1,127 @@
+"""Figures: each writes SVG/PDF/PNG and the CSV of its numbers, byte-identical across runs."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from analysis import (
+    BootstrapConfig,
+    FigureFormat,
+    Metric,
+    Plot,
+    SyntheticTables,
+    family_small_multiples,
+    headline_metrics,
+    osr_cvsr_dumbbell,
+    paired_contrasts,
+    paired_difference_figure,
+    pass_hat_k,
+    pass_k_figure,
+    validity_gap_figure,
+    write_plot,
+)
+from analysis._errors import AnalysisConfigError
+
+FAST = BootstrapConfig(n_resamples=1_000, seed=0)
+
+
+@pytest.fixture(scope="module")
+def plots(ablation_repeated: SyntheticTables) -> list[Plot]:
+    episodes = ablation_repeated.episodes
+    metrics = headline_metrics(episodes, config=FAST).frame
+    family = headline_metrics(
+        episodes,
+        ("profile", "family"),
+        BootstrapConfig(n_resamples=1_000, stratify_by="family"),
+    ).frame
+    contrasts = paired_contrasts(episodes, metrics=[Metric.CVSR, Metric.VG], config=FAST).frame
+    return [
+        validity_gap_figure(metrics),
+        osr_cvsr_dumbbell(metrics),
+        family_small_multiples(family),
+        paired_difference_figure(contrasts),
+        pass_k_figure(pass_hat_k(episodes, config=FAST)),
+    ]
+
+
+def _digests(directory: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir())}
+
+
+def test_every_figure_writes_three_formats_and_its_numbers(
+    plots: list[Plot], tmp_path: Path
+) -> None:
+    for plot in plots:
+        written = write_plot(plot, tmp_path)
+        assert [p.suffix for p in written] == [".svg", ".pdf", ".png", ".csv"]
+        assert all(p.stat().st_size > 0 for p in written)
+        assert pl.read_csv(tmp_path / f"{plot.name}.csv").height == plot.data.height
+    assert {p.name for p in plots} == {
+        "validity_gap",
+        "osr_cvsr_dumbbell",
+        "cvsr_by_family",
+        "paired_differences",
+        "pass_k",
+    }
+
+
+def test_the_same_numbers_give_byte_identical_files(
+    ablation: SyntheticTables, tmp_path: Path
+) -> None:
+    """Build each figure afresh twice and save it twice: all four files are identical."""
+    metrics = headline_metrics(ablation.episodes, config=FAST).frame
+    for run in ("a", "b"):
+        for plot in (validity_gap_figure(metrics), osr_cvsr_dumbbell(metrics)):
+            write_plot(plot, tmp_path / run)
+            write_plot(plot, tmp_path / f"{run}-again")
+    digests = [_digests(tmp_path / d) for d in ("a", "a-again", "b", "b-again")]
+    assert len(digests[0]) == 8
+    assert all(d == digests[0] for d in digests)
+
+
+def test_text_stays_text_and_no_dates_or_creator_are_embedded(
+    plots: list[Plot], tmp_path: Path
+) -> None:
+    write_plot(plots[0], tmp_path)
+    svg = (tmp_path / "validity_gap.svg").read_text(encoding="utf-8")
+    assert "<text" in svg
+    assert ">direct</text>" in svg
+    assert "<dc:date>" not in svg
+    assert "Matplotlib" not in svg
+    pdf = (tmp_path / "validity_gap.pdf").read_bytes()
+    for key in (b"CreationDate", b"Producer", b"Creator"):
+        assert key not in pdf
+    assert b"DejaVuSans" in pdf  # TrueType embedded (pdf.fonttype 42), not outlines
+
+
+def test_validity_gap_figure_draws_full_lifecycle_at_zero_and_direct_at_0_675(
+    plots: list[Plot],
+) -> None:
+    data = plots[0].data
+    vg = dict(
+        zip(*data.filter(pl.col("metric") == "VG").select("profile", "estimate"), strict=True)
+    )
+    assert vg["full_lifecycle"] == 0.0
+    assert vg["direct"] == 0.675
+    assert data.filter(pl.col("metric") == "PAVG")["estimate"].to_list() == [
+        0.5,
+        0.5,
+        0.25,
+        0.125,
+        0.0,
+    ]
+
+
+def test_only_the_requested_formats_are_written(plots: list[Plot], tmp_path: Path) -> None:
+    written = write_plot(plots[-1], tmp_path, formats=(FigureFormat.SVG,))
+    assert sorted(p.name for p in written) == ["pass_k.csv", "pass_k.svg"]
+
+
+def test_a_frame_without_the_metrics_is_refused(ablation: SyntheticTables) -> None:
+    metrics = headline_metrics(ablation.episodes, config=FAST).frame
+    with pytest.raises(AnalysisConfigError, match="none of"):
+        validity_gap_figure(metrics.filter(pl.col("metric") == "OSR"))

@@ -1,0 +1,130 @@
+"""`python -m pipelines.paper`: regenerate from frozen artifacts, and `--check` it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipelines import paper
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FROZEN = REPO_ROOT / "artifacts" / "ablation"
+COMMITTED = REPO_ROOT / "artifacts" / "paper"
+
+
+@pytest.fixture(scope="module")
+def regenerated(artifacts_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("paper") / "paper"
+    assert paper.main(["--artifacts", str(artifacts_dir), "--out", str(out)]) == 0
+    return out
+
+
+def test_regenerates_figures_tables_and_manifest(regenerated: Path) -> None:
+    figures = {p.name for p in (regenerated / "figures").iterdir()}
+    for name in ("validity_gap", "osr_cvsr_dumbbell", "cvsr_by_family", "paired_differences"):
+        assert {f"{name}.svg", f"{name}.pdf", f"{name}.png", f"{name}.csv"} <= figures
+    for name in ("headline.md", "headline.tex", "metrics.csv", "contrasts.csv", "pass_k.csv"):
+        assert (regenerated / name).is_file()
+    manifest = json.loads((regenerated / paper.PAPER_MANIFEST).read_text(encoding="utf-8"))
+    assert [i["path"] for i in manifest["inputs"]] == [
+        "episodes.parquet",
+        "manifest.json",
+        "verdicts.parquet",
+    ]
+    assert len(manifest["outputs"]) == sum(1 for p in regenerated.rglob("*") if p.is_file()) - 1
+    headline = (regenerated / "headline.md").read_text(encoding="utf-8")
+    assert "ablation on core-v1" in headline
+    assert "0.675 (27/40)" in headline
+
+
+def test_check_passes_on_an_untouched_output(
+    artifacts_dir: Path, regenerated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        paper.main(["--artifacts", str(artifacts_dir), "--out", str(regenerated), "--check"]) == 0
+    )
+    assert capsys.readouterr().out.startswith("OK:")
+
+
+def test_a_changed_number_or_a_missing_file_fails_the_comparison(
+    regenerated: Path, tmp_path: Path
+) -> None:
+    committed = tmp_path / "paper"
+    shutil.copytree(regenerated, committed)
+    csv = committed / "figures" / "validity_gap.csv"
+    csv.write_text(csv.read_text(encoding="utf-8").replace("0.675", "0.676"), encoding="utf-8")
+    (committed / "figures" / "pass_k.svg").unlink()
+    report = paper.compare_outputs(committed, regenerated)
+    assert not report.ok
+    verdicts = {f.path: f.verdict for f in report.files if not f.ok}
+    assert verdicts == {
+        "figures/validity_gap.csv": paper.Verdict.DIFFERENT,
+        "figures/pass_k.svg": paper.Verdict.MISSING,
+    }
+
+
+def test_a_figure_whose_bytes_differ_passes_on_pixels_unless_strict(
+    regenerated: Path, tmp_path: Path
+) -> None:
+    committed = tmp_path / "paper"
+    shutil.copytree(regenerated, committed)
+    svg = committed / "figures" / "pass_k.svg"
+    svg.write_text(svg.read_text(encoding="utf-8") + "<!-- another build -->\n", encoding="utf-8")
+    report = paper.compare_outputs(committed, regenerated)
+    assert report.ok
+    verdicts = {f.path: f.verdict for f in report.files}
+    assert verdicts["figures/pass_k.svg"] is paper.Verdict.WITHIN_TOLERANCE
+    assert not paper.compare_outputs(committed, regenerated, strict=True).ok
+
+
+def test_a_png_beyond_the_pixel_tolerance_fails(regenerated: Path, tmp_path: Path) -> None:
+    import matplotlib.image as mpimg
+
+    committed = tmp_path / "paper"
+    shutil.copytree(regenerated, committed)
+    png = committed / "figures" / "pass_k.png"
+    pixels = mpimg.imread(png)
+    pixels[: pixels.shape[0] // 2, :, :3] = 0.0
+    mpimg.imsave(png, pixels)
+    report = paper.compare_outputs(committed, regenerated)
+    failed = {f.path for f in report.files if not f.ok}
+    assert failed == {"figures/pass_k.png"}
+
+
+def test_manifest_parameters_must_match(regenerated: Path, tmp_path: Path) -> None:
+    committed = tmp_path / "paper"
+    shutil.copytree(regenerated, committed)
+    manifest_path = committed / paper.PAPER_MANIFEST
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest["parameters"]["seed"] = 1
+    manifest["library_versions"]["matplotlib"] = "0.0"
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    report = paper.compare_outputs(committed, regenerated)
+    assert {f.path for f in report.files if not f.ok} == {paper.PAPER_MANIFEST}
+    assert any("library versions differ" in note for note in report.notes)
+
+
+def test_check_without_a_committed_output_is_an_error(
+    artifacts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert paper.main(["--artifacts", str(artifacts_dir), "--out", str(tmp_path), "--check"]) == 1
+    assert "nothing committed to check against" in capsys.readouterr().err
+
+
+def test_committed_paper_artifacts_reproduce() -> None:
+    """CI: the committed figures and tables regenerate exactly from the frozen tables."""
+    if not (FROZEN / "episodes.parquet").is_file():
+        pytest.skip(
+            f"{FROZEN.relative_to(REPO_ROOT)} is not there yet: the sweep's `collect` writes the "
+            "frozen ablation tables; then run `python -m pipelines.paper` and commit artifacts/paper"
+        )
+    if not (COMMITTED / paper.PAPER_MANIFEST).is_file():
+        pytest.skip(
+            f"{COMMITTED.relative_to(REPO_ROOT)} is not committed yet: run "
+            "`python -m pipelines.paper` and commit its output"
+        )
+    report = paper.check(FROZEN, COMMITTED)
+    assert report.ok, [f for f in report.files if not f.ok]
