@@ -12,6 +12,7 @@ memory and 2,900/s writing artifacts).
 from __future__ import annotations
 
 import argparse
+import functools
 import multiprocessing
 import os
 import tempfile
@@ -37,7 +38,9 @@ def synthesise(pack: ScenarioPack, size: int) -> ScenarioPack:
                 break
             clones.append(scenario.model_copy(update={"id": f"{scenario.id}-c{copy:05d}"}))
         copy += 1
-    return ScenarioPack(pack.pack_id + "-large", pack.pack_version, "", pack.digest, pack.source, tuple(clones))
+    return ScenarioPack(
+        pack.pack_id + "-large", pack.pack_version, "", pack.digest, pack.source, tuple(clones)
+    )
 
 
 def run_all(pack: ScenarioPack, out: Path | None) -> int:
@@ -47,29 +50,35 @@ def run_all(pack: ScenarioPack, out: Path | None) -> int:
         episodes = []
         for scenario in pack.scenarios:
             trace = run_episode(scenario, adapter)
-            episodes.append(Episode(scenario, adapter.name, 0, trace, evaluate(scenario, trace, ScoringRule.V1)))
+            episodes.append(
+                Episode(scenario, adapter.name, 0, trace, evaluate(scenario, trace, ScoringRule.V1))
+            )
         count += len(episodes)
         if out is not None:
-            info = RunInfo(f"{profile.value}-bench", pack, adapter.name, adapter.version, 0, ScoringRule.V1, "bench")
+            info = RunInfo(
+                f"{profile.value}-bench",
+                pack,
+                adapter.name,
+                adapter.version,
+                0,
+                ScoringRule.V1,
+                "bench",
+            )
             write_run(out, info, episodes)
     return count
 
 
-_PACK: ScenarioPack | None = None  # set before forking, so workers inherit it
-
-
-def _work(args: tuple[int, int, str | None]) -> int:
-    assert _PACK is not None
+def _work(pack: ScenarioPack, args: tuple[int, int, str | None]) -> int:
     index, jobs, out = args
-    part = ScenarioPack(_PACK.pack_id, _PACK.pack_version, "", _PACK.digest, _PACK.source, _PACK.scenarios[index::jobs])
+    part = ScenarioPack(
+        pack.pack_id, pack.pack_version, "", pack.digest, pack.source, pack.scenarios[index::jobs]
+    )
     return run_all(part, Path(out) / str(index) if out else None)
 
 
 def best_rate(pack: ScenarioPack, repeats: int, write: bool, jobs: int = 1) -> tuple[float, float]:
     """Best wall-clock rate over `repeats`; with `jobs` > 1 the scenarios are split across
     forked worker processes, as a sweep's joblib launcher splits cells."""
-    global _PACK
-    _PACK = pack
     best = float("inf")
     n = 0
     for _ in range(repeats):
@@ -80,20 +89,30 @@ def best_rate(pack: ScenarioPack, repeats: int, write: bool, jobs: int = 1) -> t
             else:
                 ctx = multiprocessing.get_context("fork")
                 with ctx.Pool(jobs) as pool:
-                    n = sum(pool.map(_work, [(i, jobs, tmp if write else None) for i in range(jobs)]))
+                    tasks = [(i, jobs, tmp if write else None) for i in range(jobs)]
+                    n = sum(pool.map(functools.partial(_work, pack), tasks))
             best = min(best, time.perf_counter() - start)
     return n / best, best / n * 1e6
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--pack", default="core-v1")
     parser.add_argument("--scenarios", type=int, default=4000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes for the parallel figures")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="worker processes for the parallel figures",
+    )
     args = parser.parse_args()
     pack = synthesise(load_pack(args.pack), args.scenarios)
-    print(f"pack: {len(pack)} scenarios x {len(BASELINE_PROFILES)} profiles = {len(pack) * 5} episodes, best of {args.repeats}")
+    print(
+        f"pack: {len(pack)} scenarios x {len(BASELINE_PROFILES)} profiles = {len(pack) * 5} episodes, best of {args.repeats}"
+    )
     for label, write in (("in memory", False), ("artifacts written", True)):
         reference = REFERENCE_WITH_ARTIFACTS if write else REFERENCE_IN_MEMORY
         for jobs in sorted({1, args.jobs}):

@@ -1,0 +1,175 @@
+"""A composed config seen as one cell: its partition keys, folder, config hash and episodes.
+
+The folder of a cell is a hive path built from config values only
+(`profile=…/adapter=…/pack_id=…/scenarios=…/scoring_rule=…/seeds=…[/factor=…]`), never from
+job numbers or the clock, so the same command finds the same folders again (that is how an
+interrupted sweep resumes). `cell_path` is also registered as the OmegaConf resolver
+`${cavbench.cell:}`, which `conf/config.yaml` uses for Hydra's run and sweep sub-directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from omegaconf import DictConfig, OmegaConf
+
+from cavbench.errors import ConfigError
+from cavbench.scenarios import builtin_pack_ids
+from cavbench.tables import PARTITION_KEYS, RESERVED_NAMES
+
+RESOLVER = "cavbench.cell"
+_SAFE = "-_.+,~@"
+_FACTOR_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_MAX_LISTED_IDS = 3
+
+
+def _scalar_text(value: Any, where: str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        return str(value)
+    if value is None:
+        return "null"
+    raise ConfigError(
+        f"{where}: a swept factor must be a scalar (string, number or boolean), got {value!r}"
+    )
+
+
+@cache
+def _hive_path(items: tuple[tuple[str, str], ...]) -> str:
+    return "/".join(f"{key}={quote(value, safe=_SAFE)}" for key, value in items)
+
+
+@cache
+def _path_digest(path: str) -> str:
+    return hashlib.sha256(path.encode("utf-8")).hexdigest()
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
+def pack_id_of(ref: str) -> str:
+    """The pack id a `scenarios.pack` value names, read cheaply (no validation)."""
+    if ref in builtin_pack_ids():
+        return ref
+    manifest = Path(ref) / "pack.json"
+    try:
+        pack_id = json.loads(manifest.read_text(encoding="utf-8")).get("pack_id")
+    except (OSError, ValueError, AttributeError):
+        pack_id = None
+    return str(pack_id) if isinstance(pack_id, str) and pack_id else Path(ref).name
+
+
+def subset_label(families: Sequence[str], ids: Sequence[str], label: str | None) -> str:
+    """The `scenarios` partition value: the configured label, else one derived from the
+    filters (`all`, the families joined by `+`, a few ids joined by `+`, or `ids-<hash>`)."""
+    if label:
+        return label
+    parts: list[str] = []
+    if families:
+        parts.append("+".join(sorted(families)))
+    if ids:
+        if len(ids) <= _MAX_LISTED_IDS:
+            parts.append("+".join(ids))
+        else:
+            parts.append("ids-" + _short_hash(",".join(ids)))
+    return "+".join(parts) if parts else "all"
+
+
+def seeds_label(start: int, count: int, repetitions: int) -> str:
+    """The `seeds` partition value: `first-last`, with `xR` when repeated R > 1 times."""
+    label = f"{start}-{start + count - 1}"
+    return f"{label}x{repetitions}" if repetitions > 1 else label
+
+
+@dataclass(frozen=True, slots=True)
+class CellKeys:
+    """The partition keys of one cell, in folder order."""
+
+    items: tuple[tuple[str, str], ...]
+    factors: tuple[str, ...]
+
+    @property
+    def path(self) -> str:
+        """The cell's folder, relative to the sweep folder."""
+        return _hive_path(self.items)
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.items)
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the cell's folder path (hex)."""
+        return _path_digest(self.path)
+
+    def episode_id(self, scenario_id: str, seed: int, repetition: int) -> str:
+        """Deterministic and unique within a sweep: the cell's digest, scenario, seed, rep."""
+        return f"{self.digest[:12]}:{scenario_id}:s{seed}:r{repetition}"
+
+
+def _enum_text(value: Any) -> str:
+    return str(getattr(value, "value", value))
+
+
+def cell_keys(cfg: DictConfig | Mapping[str, Any]) -> CellKeys:
+    """The cell a composed config describes."""
+    node = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
+    scenarios = node.scenarios
+    seeds = node.seeds
+    values = {
+        "profile": _enum_text(node.profile.name),
+        "adapter": str(node.adapter.name),
+        "pack_id": pack_id_of(str(scenarios.pack)),
+        "scenarios": subset_label(
+            [_enum_text(f) for f in scenarios.families],
+            [str(i) for i in scenarios.ids],
+            scenarios.label,
+        ),
+        "scoring_rule": _enum_text(node.scoring.rule),
+        "seeds": seeds_label(int(seeds.start), int(seeds.count), int(seeds.repetitions)),
+    }
+    items = [(key, values[key]) for key in PARTITION_KEYS]
+    factors = node.get("factors") or {}
+    names = sorted(str(k) for k in factors)
+    for name in names:
+        if not _FACTOR_NAME.match(name) or name in RESERVED_NAMES:
+            raise ConfigError(
+                f"factors.{name}: a factor name must be lower-case letters, digits and '_', "
+                "and not a table column name (fix: rename the factor)"
+            )
+        items.append((name, _scalar_text(factors[name], f"factors.{name}")))
+    return CellKeys(items=tuple(items), factors=tuple(names))
+
+
+def cell_path(*, _root_: DictConfig) -> str:
+    """OmegaConf resolver `${cavbench.cell:}`: the composed config's cell folder."""
+    return cell_keys(_root_).path
+
+
+def register_resolver() -> None:
+    """Register `${cavbench.cell:}` (idempotent)."""
+    if not OmegaConf.has_resolver(RESOLVER):
+        OmegaConf.register_new_resolver(RESOLVER, cell_path)
+
+
+def job_config(cfg: DictConfig) -> dict[str, Any]:
+    """The resolved config that identifies a cell's results: everything but `output`
+    (where and how to write) and Hydra's own node."""
+    container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    assert isinstance(container, dict)
+    return {str(k): v for k, v in container.items() if k not in ("output", "hydra")}
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    """`sha256:` of the canonical JSON of a job config."""
+    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(blob.encode("utf-8")).hexdigest()

@@ -1,0 +1,332 @@
+"""One Hydra job = one cell: run its episodes, write its six tables and its manifest.
+
+Order of writes, so that nothing half done is ever read as done:
+
+1. a complete cell whose every table still matches its checksum is skipped (resume);
+2. otherwise `manifest.json` is written with status `RUNNING` before anything else;
+3. each table is written to a temporary file and renamed into place;
+4. `manifest.json` is rewritten last with status `COMPLETE`, row counts and checksums.
+
+A job that fails (a bad pack, an adapter that cannot be built, a full disk) writes status
+`FAILED`, its traceback into the manifest and `traceback.txt`, and re-raises so that Hydra
+reports it. An adapter raising *inside* an episode is not a job failure: the runner records
+the error on the episode, which is scored as failed, and the cell goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+from tqdm import tqdm
+
+from cavbench.adapters import ExecutionAdapter
+from cavbench.errors import ConfigError
+from cavbench.evaluation import ScoringRule, evaluate
+from cavbench.runner import run_episode, select
+from cavbench.scenarios import Scenario, load_pack
+from cavbench.study._cell import CellKeys, cell_keys, config_hash, job_config
+from cavbench.tables import (
+    TRACEBACK_NAME,
+    AdapterRecord,
+    CellContext,
+    CellManifest,
+    CellStatus,
+    CellTables,
+    EpisodeKey,
+    PackRecord,
+    SeedBlock,
+    TableError,
+    TableRecord,
+    read_cell_manifest,
+    verify_cell,
+    write_manifest,
+    write_table,
+)
+from cavbench.tables._collect import current_provenance
+from cavbench.tables._io import TMP_MARKER
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CellPlan:
+    """A composed job config, checked and turned into what the job needs."""
+
+    keys: CellKeys
+    sweep: str
+    sweep_dir: Path
+    config: dict[str, Any]
+    config_hash: str
+    pack_ref: str
+    families: tuple[str, ...]
+    scenario_ids: tuple[str, ...]
+    rule: ScoringRule
+    seeds: SeedBlock
+    profile: str
+    adapter_name: str
+    adapter_factory: Mapping[str, Any] = field(default_factory=dict)
+    overwrite: bool = False
+    progress: bool = True
+
+    @property
+    def cell(self) -> str:
+        return self.keys.path
+
+    @property
+    def cell_dir(self) -> Path:
+        return self.sweep_dir / self.keys.path
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig) -> CellPlan:
+        """Check a composed config; raises `ConfigError` naming the key and the fix."""
+        keys = cell_keys(cfg)
+        seeds = SeedBlock(
+            start=int(cfg.seeds.start),
+            count=int(cfg.seeds.count),
+            repetitions=int(cfg.seeds.repetitions),
+        )
+        if seeds.count < 1 or seeds.repetitions < 1 or seeds.start < 0:
+            raise ConfigError(
+                f"seeds: start={seeds.start} count={seeds.count} repetitions={seeds.repetitions}: "
+                "need start >= 0, count >= 1 and repetitions >= 1"
+            )
+        config = job_config(cfg)
+        factory = config["adapter"].get("factory") or {}
+        if "_target_" not in factory:
+            raise ConfigError(
+                f"adapter.factory of adapter {cfg.adapter.name!r} has no _target_ "
+                "(fix: set _target_ to the import path of a callable returning an ExecutionAdapter)"
+            )
+        output = cfg.output
+        return cls(
+            keys=keys,
+            sweep=str(output.name),
+            sweep_dir=Path(str(output.root)) / str(output.name),
+            config=config,
+            config_hash=config_hash(config),
+            pack_ref=str(cfg.scenarios.pack),
+            families=tuple(str(getattr(f, "value", f)) for f in cfg.scenarios.families),
+            scenario_ids=tuple(str(i) for i in cfg.scenarios.ids),
+            rule=ScoringRule(str(getattr(cfg.scoring.rule, "value", cfg.scoring.rule))),
+            seeds=seeds,
+            profile=keys.as_dict()["profile"],
+            adapter_name=str(cfg.adapter.name),
+            adapter_factory=factory,
+            overwrite=bool(output.overwrite),
+            progress=bool(output.progress),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CellResult:
+    """What a job returns to Hydra (kept small: a launcher ships it back between processes)."""
+
+    cell: str
+    directory: str
+    status: CellStatus
+    skipped: bool
+    n_episodes: int
+    n_errors: int
+
+
+def _episodes(plan: CellPlan, scenarios: list[Scenario]) -> Iterator[tuple[Scenario, int, int]]:
+    for scenario in scenarios:
+        for seed in range(plan.seeds.start, plan.seeds.start + plan.seeds.count):
+            for repetition in range(plan.seeds.repetitions):
+                yield scenario, seed, repetition
+
+
+def _build_adapter(plan: CellPlan) -> ExecutionAdapter:
+    try:
+        adapter = instantiate(dict(plan.adapter_factory))
+    except InstantiationException as exc:
+        raise ConfigError(
+            f"adapter {plan.adapter_name!r}: cannot build it from adapter.factory "
+            f"(_target_={plan.adapter_factory.get('_target_')!r}): {exc}"
+        ) from exc
+    if not isinstance(adapter, ExecutionAdapter):
+        raise ConfigError(
+            f"adapter {plan.adapter_name!r}: {plan.adapter_factory.get('_target_')} returned "
+            f"{type(adapter).__name__}, which lacks name/version/run (fix: return an ExecutionAdapter)"
+        )
+    return adapter
+
+
+def _skip_reason(plan: CellPlan) -> str | None:
+    """Why the cell can be skipped (it is complete and intact), or None to run it."""
+    if plan.overwrite or not (plan.cell_dir / "manifest.json").is_file():
+        return None
+    try:
+        existing = read_cell_manifest(plan.cell_dir)
+    except TableError as exc:
+        log.warning("%s: unreadable manifest, redoing the cell (%s)", plan.cell, exc)
+        return None
+    if existing.status is CellStatus.COMPLETE and existing.config_hash != plan.config_hash:
+        raise ConfigError(
+            f"{plan.cell_dir}: this cell folder holds complete results of another config "
+            f"(config hash {existing.config_hash}, this job's is {plan.config_hash}). Either a "
+            "value that is swept is not part of the cell's folder name (fix: put it under "
+            "factors, e.g. +factors.NAME=VALUE and refer to it as ${factors.NAME}), or the "
+            "config changed since the sweep ran (fix: choose another output.name, or set "
+            "output.overwrite=true)"
+        )
+    if existing.status is not CellStatus.COMPLETE:
+        log.info("%s: found status %s, redoing the cell", plan.cell, existing.status.value)
+        return None
+    problems = verify_cell(plan.cell_dir, existing)
+    if problems:
+        log.warning(
+            "%s: complete but damaged (%s), redoing the cell", plan.cell, "; ".join(problems)
+        )
+        return None
+    return f"complete, {existing.n_episodes} episodes, checksums verified"
+
+
+def _remove_stale_tmp(directory: Path) -> None:
+    for path in directory.glob(f"*{TMP_MARKER}*"):
+        path.unlink(missing_ok=True)
+
+
+def run_cell(cfg: DictConfig) -> CellResult:
+    """Run one cell as configured, or skip it when it is already complete and intact."""
+    plan = CellPlan.from_config(cfg)
+    reason = _skip_reason(plan)
+    if reason is not None:
+        log.info("%s: skipped (%s)", plan.cell, reason)
+        existing = read_cell_manifest(plan.cell_dir)
+        return CellResult(
+            plan.cell,
+            str(plan.cell_dir),
+            existing.status,
+            True,
+            existing.n_episodes,
+            existing.n_errors,
+        )
+    directory = plan.cell_dir
+    directory.mkdir(parents=True, exist_ok=True)
+    _remove_stale_tmp(directory)
+    (directory / TRACEBACK_NAME).unlink(missing_ok=True)
+    manifest = CellManifest(
+        status=CellStatus.RUNNING,
+        sweep=plan.sweep,
+        cell=plan.cell,
+        keys=plan.keys.as_dict(),
+        factors=plan.keys.factors,
+        provenance=current_provenance(),
+        scoring_rule=plan.rule.value,
+        profile=plan.profile,
+        seeds=plan.seeds,
+        config=plan.config,
+        config_hash=plan.config_hash,
+    )
+    write_manifest(directory, manifest)
+    try:
+        manifest = _run(plan, manifest)
+    except Exception:
+        text = traceback.format_exc()
+        (directory / TRACEBACK_NAME).write_text(text, encoding="utf-8")
+        write_manifest(
+            directory, manifest.model_copy(update={"status": CellStatus.FAILED, "error": text})
+        )
+        log.error("%s: FAILED (traceback in %s)", plan.cell, directory / TRACEBACK_NAME)
+        raise
+    log.info(
+        "%s: COMPLETE, %d episodes (%d adapter errors)",
+        plan.cell,
+        manifest.n_episodes,
+        manifest.n_errors,
+    )
+    return CellResult(
+        plan.cell, str(directory), manifest.status, False, manifest.n_episodes, manifest.n_errors
+    )
+
+
+def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
+    pack = load_pack(plan.pack_ref)
+    key_pack = plan.keys.as_dict()["pack_id"]
+    if pack.pack_id != key_pack:
+        raise ConfigError(
+            f"scenarios.pack={plan.pack_ref!r}: its pack.json says pack_id {pack.pack_id!r} "
+            f"but the cell folder was named {key_pack!r} (fix: make the folder name and pack_id agree)"
+        )
+    scenarios = select(pack, list(plan.scenario_ids) or None, list(plan.families) or None)
+    adapter = _build_adapter(plan)
+    manifest = manifest.model_copy(
+        update={
+            "pack": PackRecord(
+                ref=plan.pack_ref, id=pack.pack_id, version=pack.pack_version, digest=pack.digest
+            ),
+            "adapter": AdapterRecord(
+                name=plan.adapter_name,
+                reported_name=str(adapter.name),
+                version=str(adapter.version),
+            ),
+            "scenario_ids": tuple(s.id for s in scenarios),
+        }
+    )
+    write_manifest(plan.cell_dir, manifest)
+    context = CellContext(
+        sweep=plan.sweep,
+        cell=plan.cell,
+        keys=plan.keys.as_dict(),
+        factors=plan.keys.factors,
+        pack_version=pack.pack_version,
+        pack_digest=pack.digest,
+    )
+    tables = CellTables(context)
+    total = len(scenarios) * plan.seeds.count * plan.seeds.repetitions
+    bar = tqdm(
+        _episodes(plan, scenarios),
+        total=total,
+        desc=plan.cell,
+        unit="ep",
+        leave=False,
+        disable=not (plan.progress and sys.stderr.isatty()),
+    )
+    for scenario, seed, repetition in bar:
+        episode_id = plan.keys.episode_id(scenario.id, seed, repetition)
+        trace = run_episode(scenario, adapter, seed=seed, run_id=episode_id)
+        verdict = evaluate(scenario, trace, plan.rule)
+        key = EpisodeKey(episode_id, scenario.id, scenario.family.value, seed, repetition)
+        tables.add(key, trace, verdict)
+    footer = {
+        "sweep": plan.sweep,
+        "cell": plan.cell,
+        "factors": list(plan.keys.factors),
+        "cavbench_version": manifest.provenance.cavbench_version,
+        "git_commit": manifest.provenance.git_commit,
+        "pack_id": pack.pack_id,
+        "pack_digest": pack.digest,
+        "scoring_rule": plan.rule.value,
+        "config_hash": plan.config_hash,
+    }
+    records: dict[str, TableRecord] = {}
+    for table, data in tables.build().items():
+        written = write_table(plan.cell_dir, table, data, footer)
+        records[table.value] = TableRecord(
+            file=written.path.name, rows=written.rows, sha256=written.sha256
+        )
+    final = manifest.model_copy(
+        update={
+            "status": CellStatus.COMPLETE,
+            "n_episodes": tables.n_episodes,
+            "n_errors": tables.n_errors,
+            "tables": records,
+        }
+    )
+    write_manifest(plan.cell_dir, final)
+    return final
+
+
+def task(cfg: DictConfig) -> CellResult:
+    """The Hydra task function behind `python -m cavbench.sweep` (one call per cell)."""
+    return run_cell(cfg)

@@ -1,0 +1,299 @@
+"""Episodes to table rows, and table rows back to the `EpisodeTrace` they came from.
+
+`CellTables` gathers one cell's rows column by column (cheap to append, one Arrow table per
+table at the end). `rebuild_trace` inverts the trace part exactly (`as_json()` of the rebuilt
+trace equals the original's), which is what lets `recompute` re-score a sweep offline.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from cavbench.evaluation import ALL_DIMENSIONS, DimensionStatus, Finding, Verdict
+from cavbench.tables._io import build_table
+from cavbench.tables._schema import PARTITION_KEYS, Table, schema_for
+from cavbench.trace import JSON, EpisodeTrace
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_plain)
+
+
+def dump_json(value: Any) -> str:
+    """Compact JSON text, keys in their recorded order (the trace's order is deterministic).
+    Read-only mappings (the runtime freezes what it records) are written as objects."""
+    if not value and isinstance(value, Mapping):
+        return "{}"  # the common case (empty args, metadata), without the encoder
+    return _ENCODER.encode(value)
+
+
+@dataclass(frozen=True, slots=True)
+class CellContext:
+    """What every episode row of one cell shares."""
+
+    sweep: str
+    cell: str
+    keys: Mapping[str, str]
+    """Partition key -> value (the six fixed keys, then the factors)."""
+    factors: tuple[str, ...]
+    pack_version: str
+    pack_digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeKey:
+    """Which episode of a cell a row belongs to."""
+
+    episode_id: str
+    scenario_id: str
+    family: str
+    seed: int
+    repetition: int
+
+
+def verdict_fields(verdict: Verdict) -> dict[str, Any]:
+    """The verdict's columns of `episodes` (what `recompute` compares first)."""
+    return {
+        "outcome_success": verdict.outcome_success,
+        "policy_aware_outcome_success": verdict.policy_aware_outcome_success,
+        "commit_valid_success": verdict.commit_valid_success,
+        "commit_count": verdict.commit_count,
+        "duplicate_logical_effects": dump_json(dict(verdict.duplicate_logical_effects)),
+        "recovery_required": verdict.recovery_required,
+        "failure_codes": list(verdict.failure_codes),
+        "n_findings": len(verdict.findings),
+    }
+
+
+def dimension_statuses(verdict: Verdict) -> list[tuple[str, str]]:
+    """(dimension, status) in canonical dimension order: the episode's `verdicts` rows."""
+    return [
+        (d.value, verdict.dimensions.get(d, DimensionStatus.NOT_APPLICABLE).value)
+        for d in ALL_DIMENSIONS
+    ]
+
+
+def finding_fields(finding: Finding) -> dict[str, Any]:
+    """One finding's columns of `findings` (without the episode key)."""
+    return {
+        "reason": finding.reason.value,
+        "failure_code": finding.failure_code,
+        "dimension": finding.dimension,
+        "description": finding.description,
+        "predicate": None if finding.predicate is None else dump_json(finding.predicate),
+        "seq": finding.seq,
+        "tool_name": finding.tool_name,
+        "resource_refs": list(finding.resource_refs),
+        "observed_version": finding.observed_version,
+        "actual_version_at_commit": finding.actual_version_at_commit,
+        "logical_operation_id": finding.logical_operation_id,
+        "count": finding.count,
+        "reported_status": finding.reported_status,
+        "derived_floor": finding.derived_floor,
+    }
+
+
+def _version_of(resource: JSON) -> int | None:
+    if isinstance(resource, dict):
+        version = resource.get("version")
+        if isinstance(version, int) and not isinstance(version, bool):
+            return version
+    return None
+
+
+class CellTables:
+    """Accumulates the six tables of one cell, column by column."""
+
+    def __init__(self, context: CellContext) -> None:
+        self.context = context
+        self._columns: dict[Table, dict[str, list[Any]]] = {
+            table: {name: [] for name in schema_for(table, context.factors).names}
+            for table in Table
+        }
+        self.n_episodes = 0
+        self.n_errors = 0
+
+    def _append(self, table: Table, row: Mapping[str, Any]) -> None:
+        for name, column in self._columns[table].items():
+            column.append(row[name])
+
+    def add(self, key: EpisodeKey, trace: EpisodeTrace, verdict: Verdict) -> None:
+        """Add one episode's rows to every table."""
+        ctx = self.context
+        ids = {"episode_id": key.episode_id, "scenario_id": key.scenario_id}
+        report = trace.adapter_report
+        self._append(
+            Table.EPISODES,
+            {
+                **ids,
+                **{name: ctx.keys[name] for name in (*PARTITION_KEYS, *ctx.factors)},
+                "sweep": ctx.sweep,
+                "cell": ctx.cell,
+                "adapter_name": report.adapter_name,
+                "adapter_version": report.adapter_version,
+                "pack_version": ctx.pack_version,
+                "pack_digest": ctx.pack_digest,
+                "family": key.family,
+                "seed": key.seed,
+                "repetition": key.repetition,
+                "run_id": trace.run_id,
+                "reported_status": report.completion_status,
+                "final_message": report.final_message,
+                "report_metadata": dump_json(report.metadata),
+                "n_events": len(trace.events),
+                "n_ledger_rows": len(trace.side_effects),
+                "error": trace.error,
+                **verdict_fields(verdict),
+            },
+        )
+        profile = ctx.keys["profile"]
+        for dimension, status in dimension_statuses(verdict):
+            self._append(
+                Table.VERDICTS,
+                {**ids, "profile": profile, "dimension": dimension, "status": status},
+            )
+        for index, finding in enumerate(verdict.findings):
+            self._append(
+                Table.FINDINGS,
+                {**ids, "profile": profile, "finding_index": index, **finding_fields(finding)},
+            )
+        for index, event in enumerate(trace.events):
+            self._append(
+                Table.EVENTS,
+                {
+                    **ids,
+                    "event_index": index,
+                    "seq": event.seq,
+                    "event_type": event.event_type.value,
+                    "source": event.source,
+                    "tool_name": event.tool_name,
+                    "args": dump_json(event.args),
+                    "resource_refs": list(event.resource_refs),
+                    "versions_before": dump_json(dict(event.versions_before)),
+                    "versions_after": dump_json(dict(event.versions_after)),
+                    "logical_operation_id": event.logical_operation_id,
+                    "idempotency_key": event.idempotency_key,
+                    "response_status": event.response_status,
+                    "fault_id": event.fault_id,
+                    "metadata": dump_json(event.metadata),
+                },
+            )
+        for index, row in enumerate(trace.side_effects):
+            self._append(
+                Table.LEDGER,
+                {
+                    **ids,
+                    "row_index": index,
+                    "effect_id": row.effect_id,
+                    "seq": row.seq,
+                    "effect_type": row.effect_type,
+                    "logical_operation_id": row.logical_operation_id,
+                    "idempotency_key": row.idempotency_key,
+                    "resource_ref": row.resource_ref,
+                    "payload": dump_json(row.payload),
+                    "compensation_for": row.compensation_for,
+                },
+            )
+        for namespace, resources in trace.final_state.items():
+            if not resources:
+                self._append(
+                    Table.STATES,
+                    {
+                        **ids,
+                        "namespace": namespace,
+                        "resource_id": None,
+                        "version": None,
+                        "fields": None,
+                    },
+                )
+            for resource_id, resource in resources.items():
+                self._append(
+                    Table.STATES,
+                    {
+                        **ids,
+                        "namespace": namespace,
+                        "resource_id": resource_id,
+                        "version": _version_of(resource),
+                        "fields": dump_json(resource),
+                    },
+                )
+        self.n_episodes += 1
+        if trace.error is not None:
+            self.n_errors += 1
+
+    def build(self) -> dict[Table, pa.Table]:
+        """One Arrow table per table, in the declared schemas."""
+        return {
+            table: build_table(table, columns, self.context.factors)
+            for table, columns in self._columns.items()
+        }
+
+
+def rebuild_trace(
+    episode: Mapping[str, Any],
+    events: Sequence[Mapping[str, Any]],
+    ledger: Sequence[Mapping[str, Any]],
+    states: Sequence[Mapping[str, Any]],
+) -> EpisodeTrace:
+    """The `EpisodeTrace` an episode's rows were made from (rows in any order). The error
+    column needs no rebuilding: a trace's error is its `run_error` event."""
+    final_state: dict[str, dict[str, Any]] = {}
+    for row in states:
+        bucket = final_state.setdefault(str(row["namespace"]), {})
+        if row["resource_id"] is not None:
+            bucket[str(row["resource_id"])] = json.loads(row["fields"])
+    data: dict[str, Any] = {
+        "scenario_id": episode["scenario_id"],
+        "run_id": episode["run_id"],
+        "seed": episode["seed"],
+        "events": [
+            {
+                "seq": e["seq"],
+                "event_type": e["event_type"],
+                "source": e["source"],
+                "tool_name": e["tool_name"],
+                "args": json.loads(e["args"]),
+                "resource_refs": list(e["resource_refs"] or ()),
+                "versions_before": json.loads(e["versions_before"]),
+                "versions_after": json.loads(e["versions_after"]),
+                "logical_operation_id": e["logical_operation_id"],
+                "idempotency_key": e["idempotency_key"],
+                "response_status": e["response_status"],
+                "fault_id": e["fault_id"],
+                "metadata": json.loads(e["metadata"]),
+            }
+            for e in sorted(events, key=lambda e: int(e["event_index"]))
+        ],
+        "final_state": final_state,
+        "side_effects": [
+            {
+                "effect_id": r["effect_id"],
+                "seq": r["seq"],
+                "effect_type": r["effect_type"],
+                "logical_operation_id": r["logical_operation_id"],
+                "idempotency_key": r["idempotency_key"],
+                "resource_ref": r["resource_ref"],
+                "payload": json.loads(r["payload"]),
+                "compensation_for": r["compensation_for"],
+            }
+            for r in sorted(ledger, key=lambda r: int(r["row_index"]))
+        ],
+        "adapter_report": {
+            **json.loads(episode["report_metadata"]),
+            "adapter_name": episode["adapter_name"],
+            "adapter_version": episode["adapter_version"],
+            "final_message": episode["final_message"],
+            "completion_status": episode["reported_status"],
+        },
+    }
+    return EpisodeTrace.from_json(data)

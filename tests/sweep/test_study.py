@@ -1,0 +1,119 @@
+"""The study path in-process (fast): the ablation, collect, recompute, an interrupted sweep."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from omegaconf import DictConfig
+
+from cavbench.adapters import Profile
+from cavbench.study import CellPlan, compose, run_cell
+from cavbench.tables import (
+    CellStatus,
+    cell_dirs,
+    collect,
+    read_cell_manifest,
+    recompute,
+    write_table,
+)
+
+HEADLINE = {
+    "direct": (37, 30, 10),
+    "policy_gated": (40, 40, 20),
+    "commit_guarded": (40, 40, 30),
+    "reconciled": (40, 40, 35),
+    "full_lifecycle": (40, 40, 40),
+}
+
+
+def _ablation(root: Path) -> Iterator[DictConfig]:
+    for profile in Profile:
+        yield compose(
+            [
+                "experiment=ablation",
+                f"profile={profile.value}",
+                f"output.root={root}",
+                "output.progress=false",
+            ]
+        )
+
+
+def _checksums(sweep: Path) -> dict[str, dict[str, str]]:
+    return {
+        read_cell_manifest(d).cell: {n: r.sha256 for n, r in read_cell_manifest(d).tables.items()}
+        for d in cell_dirs(sweep)
+    }
+
+
+def test_the_ablation_gives_the_headline_counts(tmp_path: Path) -> None:
+    for cfg in _ablation(tmp_path):
+        run_cell(cfg)
+    sweep = tmp_path / "ablation"
+    result = collect(sweep)
+    assert result.manifest.n_cells == 5
+    assert result.manifest.n_episodes == 200
+    merged = pl.read_parquet(sweep / "collected" / "episodes.parquet")
+    counts = merged.group_by("profile").agg(
+        pl.col("outcome_success").sum(),
+        pl.col("policy_aware_outcome_success").sum(),
+        pl.col("commit_valid_success").sum(),
+    )
+    assert {r[0]: tuple(r[1:]) for r in counts.iter_rows()} == HEADLINE
+    report = recompute(sweep)
+    assert report.ok
+    assert report.n_episodes == 200
+    assert report.n_cells == 5
+    strict = recompute(sweep, rule="v1_strict")
+    assert not strict.ok  # v1_strict sees stale commits v1 does not look for
+    assert {d.field for d in strict.differences} >= {"dimension:temporal_state_validity"}
+
+
+def _run_all(configs: list[DictConfig]) -> None:
+    for cfg in configs:
+        run_cell(cfg)
+
+
+class _Killed(BaseException):
+    """Stands in for SIGKILL: not an Exception, so the job cannot record a failure."""
+
+
+def test_an_interrupted_sweep_resumes_to_the_same_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configs = list(_ablation(tmp_path / "run"))
+    real_write = write_table
+    calls = {"n": 0}
+
+    def dying_write(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2 * 6 + 3:  # two cells done, the third dies after two of six tables
+            raise _Killed
+        return real_write(*args, **kwargs)
+
+    monkeypatch.setattr("cavbench.study._job.write_table", dying_write)
+    with pytest.raises(_Killed):
+        _run_all(configs)
+    monkeypatch.setattr("cavbench.study._job.write_table", real_write)
+    sweep = tmp_path / "run" / "ablation"
+    statuses = sorted(read_cell_manifest(d).status.value for d in cell_dirs(sweep))
+    assert statuses == ["COMPLETE", "COMPLETE", "RUNNING"]
+    with pytest.raises(Exception, match="not complete"):
+        collect(sweep)
+
+    results = [run_cell(cfg) for cfg in configs]
+    assert [r.skipped for r in results] == [True, True, False, False, False]
+    for cfg in _ablation(tmp_path / "reference"):
+        run_cell(cfg)
+    assert _checksums(sweep) == _checksums(tmp_path / "reference" / "ablation")
+
+
+def test_compose_and_plan_agree_on_the_folder(tmp_path: Path) -> None:
+    cfg = compose([f"output.root={tmp_path}", "profile=direct"])
+    plan = CellPlan.from_config(cfg)
+    assert plan.cell_dir == tmp_path / "default" / plan.cell
+    assert run_cell(cfg).directory == str(plan.cell_dir)
+    assert read_cell_manifest(plan.cell_dir).status is CellStatus.COMPLETE
