@@ -25,6 +25,10 @@ class ScenarioError(CavBenchError):
             message += f" (fix: {fix})"
         super().__init__(message)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Errors cross process boundaries (joblib, Ray, SLURM); rebuild from our own arguments.
+        return (type(self), (self.source, self.path, self.problem, self.fix))
+
 
 class UnsupportedSchemaVersion(ScenarioError):
     """A scenario document declares a `schema_version` other than "1.0"."""
@@ -41,6 +45,9 @@ class ResourceNotFound(CavBenchError):
             "(fix: add it to world.initial_state or correct the step's namespace/resource_id)"
         )
 
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.namespace, self.resource_id))
+
 
 class VersionConflict(CavBenchError):
     """An expected version did not match the current one. Raised by the state store."""
@@ -50,6 +57,9 @@ class VersionConflict(CavBenchError):
         self.expected = expected
         self.actual = actual
         super().__init__(f"{ref}: expected version {expected}, found {actual}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.ref, self.expected, self.actual))
 
 
 class PredicateError(CavBenchError):
