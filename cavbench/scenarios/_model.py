@@ -11,6 +11,7 @@ explicit `null`, as that schema does; the few nullable ones are listed in `_NULL
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
@@ -242,6 +243,12 @@ class Scenario(_Doc):
     def view(self) -> ScenarioView:
         """The adapter-visible projection (no world, no oracle, no notes). Built once."""
         return self._view
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Scenario:
+        """A copy; with `update`, the cached view is dropped so the copy's view is its own."""
+        copy = super().model_copy(update=update, deep=deep)
+        copy.__dict__.pop("_view", None)
+        return copy
 
     @cached_property
     def _view(self) -> ScenarioView:

@@ -274,3 +274,13 @@ def test_view_text_holds_no_oracle_or_world_content(kit: Any) -> None:
     assert "secret_marker_state" not in text
     assert "secret_marker_goal" not in text
     assert "built in code by the test suite" not in text  # notes
+
+
+def test_a_copied_scenario_gets_its_own_view() -> None:
+    from cavbench.scenarios import load_pack
+
+    original = load_pack("core-v1").scenarios[0]
+    assert original.view().id == original.id  # the view is cached now
+    clone = original.model_copy(update={"id": "CLONE-1"})
+    assert clone.view().id == "CLONE-1"
+    assert original.view().id == original.id
