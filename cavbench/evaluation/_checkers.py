@@ -22,7 +22,7 @@ OR_FALSE_SUCCESS_REPORT = "OR_FALSE_SUCCESS_REPORT"
 RUN_ERROR = "RUN_ERROR"
 
 _READ, _COMMIT = EventType.TOOL_READ, EventType.SIDE_EFFECT_COMMIT
-_REJECTED, _RUN_ERROR = EventType.COMMIT_REJECTED, EventType.RUN_ERROR
+_REJECTED = EventType.COMMIT_REJECTED
 _TS = Dimension.TEMPORAL_STATE_VALIDITY.value
 _EI = Dimension.EXECUTION_INTEGRITY.value
 _OR = Dimension.OUTCOME_RECOVERABILITY.value
@@ -154,11 +154,13 @@ def truthful_report(
 
 def run_error(trace: EpisodeTrace) -> Finding | None:
     """An adapter that crashed did not complete the task, whatever the world looks like."""
-    if trace.error is None and not any(e.event_type is _RUN_ERROR for e in trace.events):
+    error = trace.error  # derived from the run_error event, if any
+    if error is None:
         return None
+    lines = error.strip().splitlines()
     return Finding(
         reason=FindingReason.RUN_ERROR,
         failure_code=RUN_ERROR,
         dimension=_EI,
-        description=(trace.error or "run_error event recorded").strip().splitlines()[-1],
+        description=lines[-1] if lines else "adapter raised",
     )

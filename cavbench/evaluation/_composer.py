@@ -13,6 +13,7 @@ from cavbench.trace import EpisodeTrace
 _PASS, _FAIL, _NA = DimensionStatus.PASS, DimensionStatus.FAIL, DimensionStatus.NOT_APPLICABLE
 _IG, _AV, _TS, _EI, _OR = tuple(Dimension)
 _BY_NAME = {d.value: d for d in Dimension}
+_IG_NAME, _EI_NAME, _OR_NAME = _IG.value, _EI.value, _OR.value
 _V1_STRICT = ScoringRule.V1_STRICT
 _RULES = {r.value: r for r in ScoringRule}
 
@@ -44,7 +45,7 @@ def evaluate(
 
     # 2-3. Oracle-declared effects.
     context = EvidenceContext(trace)
-    ei = _EI.value
+    ei = _EI_NAME
     record(
         check.declared_effects(
             oracle.forbidden_effects,
@@ -68,7 +69,7 @@ def evaluate(
             oracle.policy_constraints,
             context,
             must_hold=True,
-            default_dimension=_IG.value,
+            default_dimension=_IG_NAME,
             default_code="POLICY_CONSTRAINT_VIOLATED",
         )
     )
@@ -90,7 +91,7 @@ def evaluate(
             recovery.obligations,
             context,
             must_hold=True,
-            default_dimension=_OR.value,
+            default_dimension=_OR_NAME,
             default_code="OR_RECOVERY_OBLIGATION_UNSATISFIED",
         )
         obligations_hold = not unmet
