@@ -40,6 +40,27 @@ from analysis._vocab import Metric
 
 _PERMUTATION_TAKES_RNG = "rng" in inspect.signature(permutation_test).parameters
 
+CONTRAST_COLUMNS: tuple[str, ...] = (
+    "metric",
+    "factor",
+    "left",
+    "right",
+    "left_estimate",
+    "right_estimate",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "ci_method",
+    "n_tasks",
+    "left_higher",
+    "right_higher",
+    "mcnemar_p",
+    "permutation_p",
+    "mcnemar_p_holm",
+    "permutation_p_holm",
+)
+"""Columns of a contrasts frame after the grouping (`within`) columns, in order."""
+
 
 def holm_adjust(p_values: Sequence[float]) -> list[float]:
     """Holm's step-down adjustment of a family of p-values (NaN entries are left out).
@@ -265,26 +286,7 @@ def paired_contrasts(
     permutation_holm = holm_adjust([p for _, p in tests])
     for row, mh, ph in zip(rows, mcnemar_holm, permutation_holm, strict=True):
         row.update(mcnemar_p_holm=mh, permutation_p_holm=ph)
-    order = [
-        *within,
-        "metric",
-        "factor",
-        "left",
-        "right",
-        "left_estimate",
-        "right_estimate",
-        "difference",
-        "ci_low",
-        "ci_high",
-        "ci_method",
-        "n_tasks",
-        "left_higher",
-        "right_higher",
-        "mcnemar_p",
-        "permutation_p",
-        "mcnemar_p_holm",
-        "permutation_p_holm",
-    ]
+    order = [*within, *CONTRAST_COLUMNS]
     schema = {name: episodes.schema[name] for name in within}
     frame = pl.DataFrame(rows, schema_overrides=schema).select(order)
     return ContrastsResult(

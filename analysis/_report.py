@@ -15,6 +15,7 @@ from enum import StrEnum
 import polars as pl
 
 from analysis._bootstrap import BootstrapConfig
+from analysis._contrasts import CONTRAST_COLUMNS
 from analysis._vocab import Metric, SmallNMethod
 
 _DASH = "–"
@@ -214,27 +215,7 @@ def contrasts_table(
     return ReportTable(headers, aligns, (rows,), caption, tuple(notes), label)
 
 
-_CONTRAST_COLUMNS = frozenset(
-    {
-        "metric",
-        "factor",
-        "left",
-        "right",
-        "left_estimate",
-        "right_estimate",
-        "difference",
-        "ci_low",
-        "ci_high",
-        "ci_method",
-        "n_tasks",
-        "left_higher",
-        "right_higher",
-        "mcnemar_p",
-        "permutation_p",
-        "mcnemar_p_holm",
-        "permutation_p_holm",
-    }
-)
+_CONTRAST_COLUMNS = frozenset(CONTRAST_COLUMNS)
 
 
 def fmt_p(value: float | None) -> str:
