@@ -3,6 +3,7 @@ session, the trace frozen, then scored. Also replay: re-score a recorded trace."
 
 from __future__ import annotations
 
+import re
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -30,9 +31,11 @@ class Episode:
     verdict: Verdict
 
 
+_SECRET = re.compile("|".join(_SECRET_MARKERS), re.IGNORECASE)
+
+
 def _secret(key: str) -> bool:
-    lowered = key.lower()
-    return any(m in lowered for m in _SECRET_MARKERS)
+    return _SECRET.search(key) is not None
 
 
 _JSON_SCALARS = (str, int, float, bool, type(None))
@@ -51,6 +54,8 @@ def redact(value: object) -> JSON:
             out[name] = REDACTED if _secret(name) else redact(item)
         return out
     if isinstance(value, list | tuple):
+        if all(type(v) is str for v in value):  # the common case: a list of notes
+            return list(value)
         return [redact(v) for v in value]
     if isinstance(value, set | frozenset):
         return sorted((redact(v) for v in value), key=repr)

@@ -292,7 +292,7 @@ class BaselineAdapter:
         return StepStatus.PENDING_RECOVERY
 
 
-def _holds(predicate: Predicate, resource: Resource) -> bool:
+def _holds(predicate: Predicate, resource: Mapping[str, JSON]) -> bool:
     return evaluate_predicate(predicate, resource)
 
 
@@ -304,26 +304,23 @@ def _gate_reasons(
     reasons: list[GateReason] = []
     if policy.ambiguous_reference:
         reasons.append(GateReason.AMBIGUOUS_REFERENCE)
-    if (
-        step.action_category
-        and policy.requested_intent
-        and step.action_category not in policy.requested_intent
-    ):
+    category = step.action_category
+    if category and policy.requested_intent and category not in policy.requested_intent:
         reasons.append(GateReason.INTENT_MISMATCH)
     pre = step.precondition
-    if (
-        pre is not None
-        and step.precondition_scope is PreconditionScope.GATE
-        and not _holds(pre, dict(observed))
-    ):
+    if pre is not None and step.precondition_scope is PreconditionScope.GATE and not _holds(pre, observed):
         reasons.append(GateReason.PRECONDITION_FAILED)
     amount = step.action_amount
-    max_amount = policy.max_amount
-    items = step.scope_item_ids
-    allowed_items = policy.allowed_item_ids
-    if (amount is not None and max_amount is not None and amount > max_amount) or (
-        items and allowed_items is not None and not set(items) <= set(allowed_items)
-    ):
+    if amount is not None:
+        max_amount = policy.max_amount
+        over_scope = max_amount is not None and amount > max_amount
+    else:
+        over_scope = False
+    if not over_scope and step.action_scope:
+        items = step.scope_item_ids
+        allowed_items = policy.allowed_item_ids
+        over_scope = bool(items) and allowed_items is not None and not set(items) <= set(allowed_items)
+    if over_scope:
         reasons.append(GateReason.SCOPE_VIOLATION)
     owner = observed.get("owner")
     if owner is not None and owner != "self":
@@ -331,9 +328,10 @@ def _gate_reasons(
     tenant = observed.get("tenant")
     if tenant is not None and tenant != view.principal.tenant_id:
         reasons.append(GateReason.TENANT_VIOLATION)
-    limit = view.principal.delegation_max_amount
-    if amount is not None and limit is not None and amount > limit:
-        reasons.append(GateReason.DELEGATION_LIMIT)
+    if amount is not None and view.principal.delegation:
+        limit = view.principal.delegation_max_amount
+        if limit is not None and amount > limit:
+            reasons.append(GateReason.DELEGATION_LIMIT)
     return reasons
 
 
