@@ -20,7 +20,7 @@ from cavbench.errors import CavBenchError, ConfigError, SelectionError
 from cavbench.evaluation import RateCounts, ScoringRule, summarize
 from cavbench.reports import RunInfo, read_run, run_dirs, write_ablation_summary, write_run
 from cavbench.runner import Episode, replay, run_episodes, select, verdict_row
-from cavbench.scenarios import Family, builtin_pack_ids, load_pack
+from cavbench.scenarios import Family, builtin_pack_ids, load_pack, scenario_json_schema
 from cavbench.trace import EpisodeTrace
 
 EXIT_OK, EXIT_ERROR, EXIT_THRESHOLD = 0, 1, 2
@@ -260,6 +260,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_schema(args: argparse.Namespace) -> int:
+    """Print the scenario-v1 JSON Schema generated from the model (for editors and CI)."""
+    print(json.dumps(scenario_json_schema(), indent=2, sort_keys=True))
+    return EXIT_OK
+
+
 def _selection_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--pack", default="core-v1", help="built-in pack id or a pack directory (default core-v1)"
@@ -318,6 +324,9 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     p.add_argument("--scenario", default=None, help="scenario id for a single trace file")
     p.add_argument("--rule", default=None, choices=[r.value for r in ScoringRule])
     p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("schema", help="print the scenario-v1 JSON Schema generated from the model")
+    p.set_defaults(func=cmd_schema)
 
     p = sub.add_parser("report", help="print the metrics of a run or ablation directory")
     p.add_argument("target", help="a run directory or an ablation directory")

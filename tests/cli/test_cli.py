@@ -424,3 +424,12 @@ def test_installed_entry_point(dev: str, dev_pack_digest: str) -> None:
         done.stdout
         == f"OK: pack 'framework-v1' v1.0.0 -- 4 scenarios valid, digest {dev_pack_digest}\n"
     )
+
+
+def test_schema_command_prints_the_generated_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    from cavbench.scenarios import scenario_json_schema
+
+    code, out, _ = cli(capsys, "schema")
+    assert code == 0
+    assert json.loads(out) == scenario_json_schema()
+    assert json.loads(out)["$schema"] == "https://json-schema.org/draft/2020-12/schema"
