@@ -12,7 +12,6 @@ memory and 2,900/s writing artifacts).
 from __future__ import annotations
 
 import argparse
-import functools
 import multiprocessing
 import os
 import tempfile
@@ -20,9 +19,9 @@ import time
 from pathlib import Path
 
 from cavbench.adapters import BASELINE_PROFILES, baseline
-from cavbench.evaluation import ScoringRule, evaluate
+from cavbench.evaluation import ScoringRule
 from cavbench.reports import RunInfo, write_run
-from cavbench.runner import Episode, run_episode
+from cavbench.runner import run_episodes
 from cavbench.scenarios import Scenario, ScenarioPack, load_pack
 
 REFERENCE_IN_MEMORY = 7400.0
@@ -44,15 +43,12 @@ def synthesise(pack: ScenarioPack, size: int) -> ScenarioPack:
 
 
 def run_all(pack: ScenarioPack, out: Path | None) -> int:
+    """What `cavbench ablate` does: every profile over the pack, run and scored, then
+    (optionally) the run directories written."""
     count = 0
     for profile in BASELINE_PROFILES:
         adapter = baseline(profile)
-        episodes = []
-        for scenario in pack.scenarios:
-            trace = run_episode(scenario, adapter)
-            episodes.append(
-                Episode(scenario, adapter.name, 0, trace, evaluate(scenario, trace, ScoringRule.V1))
-            )
+        episodes = run_episodes(pack, adapter)
         count += len(episodes)
         if out is not None:
             info = RunInfo(
@@ -68,8 +64,14 @@ def run_all(pack: ScenarioPack, out: Path | None) -> int:
     return count
 
 
-def _work(pack: ScenarioPack, args: tuple[int, int, str | None]) -> int:
+_FORKED_PACK: list[
+    ScenarioPack
+] = []  # set before forking: workers inherit it instead of unpickling it
+
+
+def _work(args: tuple[int, int, str | None]) -> int:
     index, jobs, out = args
+    pack = _FORKED_PACK[0]
     part = ScenarioPack(
         pack.pack_id, pack.pack_version, "", pack.digest, pack.source, pack.scenarios[index::jobs]
     )
@@ -87,10 +89,11 @@ def best_rate(pack: ScenarioPack, repeats: int, write: bool, jobs: int = 1) -> t
             if jobs == 1:
                 n = run_all(pack, Path(tmp) if write else None)
             else:
+                _FORKED_PACK[:] = [pack]
                 ctx = multiprocessing.get_context("fork")
                 with ctx.Pool(jobs) as pool:
                     tasks = [(i, jobs, tmp if write else None) for i in range(jobs)]
-                    n = sum(pool.map(functools.partial(_work, pack), tasks))
+                    n = sum(pool.map(_work, tasks))
             best = min(best, time.perf_counter() - start)
     return n / best, best / n * 1e6
 

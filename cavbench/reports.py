@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from cavbench.errors import CavBenchError
 from cavbench.evaluation import RateCounts, ScoringRule, summarize
 from cavbench.provenance import environment_facts
@@ -41,6 +43,12 @@ class RunInfo:
 
 def _dump(data: Any) -> str:
     return json.dumps(data, sort_keys=True, indent=2) + "\n"
+
+
+def _line(record: Any) -> bytes:
+    """One JSON line. Key order is the records' own fixed order, so output is deterministic
+    without sorting. orjson because encoding is most of the cost of writing a run."""
+    return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
 
 
 def _replace_dir(tmp: Path, final: Path) -> None:
@@ -77,10 +85,10 @@ def write_run(root: Path, info: RunInfo, episodes: Sequence[Episode]) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{info.run_id}.tmp-", dir=root))
     tmp.chmod(0o755)  # mkdtemp makes it private; a run directory is meant to be shared
     ordered = sorted(episodes, key=lambda e: e.scenario.id)
-    with open(tmp / TRACES, "w", encoding="utf-8") as fh:
-        fh.writelines(json.dumps(e.trace.as_json(), sort_keys=True) + "\n" for e in ordered)
-    with open(tmp / EVALUATIONS, "w", encoding="utf-8") as fh:
-        fh.writelines(json.dumps(e.verdict.as_json(), sort_keys=True) + "\n" for e in ordered)
+    with open(tmp / TRACES, "wb") as fh:
+        fh.writelines(_line(e.trace.as_json()) for e in ordered)
+    with open(tmp / EVALUATIONS, "wb") as fh:
+        fh.writelines(_line(e.verdict.as_json()) for e in ordered)
     metrics = summarize(e.verdict for e in episodes)
     run_manifest = manifest(info)
     summary = {

@@ -3,9 +3,11 @@ session, the trace frozen, then scored. Also replay: re-score a recorded trace."
 
 from __future__ import annotations
 
+import gc
 import re
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 
@@ -149,6 +151,24 @@ def select(
     return chosen
 
 
+@contextmanager
+def relaxed_gc(threshold: int = 50_000) -> Iterator[None]:
+    """Run a block of episodes with the cyclic garbage collector mostly out of the way.
+
+    An episode allocates many small objects (events, dicts, tuples) that form no reference
+    cycles, so reference counting frees them; but with the default threshold the cyclic
+    collector runs every 700 allocations and keeps re-walking the growing set of retained
+    traces, which cost about a third of a large run's time (`benchmarks/episodes.py`).
+    The old thresholds are restored afterwards; cycles are still collected, just less often.
+    """
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], threshold), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def run_episodes(
     pack: ScenarioPack,
     adapter: ExecutionAdapter,
@@ -160,11 +180,9 @@ def run_episodes(
     run_id: str = "",
 ) -> list[Episode]:
     """Run and score `adapter` on the selected scenarios of `pack`."""
-    return list(
-        iter_episodes(
-            select(pack, scenario_ids, families), adapter, seed=seed, rule=rule, run_id=run_id
-        )
-    )
+    scenarios = select(pack, scenario_ids, families)
+    with relaxed_gc():
+        return list(iter_episodes(scenarios, adapter, seed=seed, rule=rule, run_id=run_id))
 
 
 def iter_episodes(

@@ -31,7 +31,7 @@ from tqdm import tqdm
 from cavbench.adapters import ExecutionAdapter
 from cavbench.errors import ConfigError
 from cavbench.evaluation import ScoringRule, evaluate
-from cavbench.runner import run_episode, select
+from cavbench.runner import relaxed_gc, run_episode, select
 from cavbench.scenarios import Scenario, load_pack
 from cavbench.study._cell import CellKeys, cell_keys, config_hash, job_config
 from cavbench.tables import (
@@ -292,12 +292,13 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
         leave=False,
         disable=not (plan.progress and sys.stderr.isatty()),
     )
-    for scenario, seed, repetition in bar:
-        episode_id = plan.keys.episode_id(scenario.id, seed, repetition)
-        trace = run_episode(scenario, adapter, seed=seed, run_id=episode_id)
-        verdict = evaluate(scenario, trace, plan.rule)
-        key = EpisodeKey(episode_id, scenario.id, scenario.family.value, seed, repetition)
-        tables.add(key, trace, verdict)
+    with relaxed_gc():
+        for scenario, seed, repetition in bar:
+            episode_id = plan.keys.episode_id(scenario.id, seed, repetition)
+            trace = run_episode(scenario, adapter, seed=seed, run_id=episode_id)
+            verdict = evaluate(scenario, trace, plan.rule)
+            key = EpisodeKey(episode_id, scenario.id, scenario.family.value, seed, repetition)
+            tables.add(key, trace, verdict)
     footer = {
         "sweep": plan.sweep,
         "cell": plan.cell,
