@@ -308,7 +308,11 @@ def _gate_reasons(
     if category and policy.requested_intent and category not in policy.requested_intent:
         reasons.append(GateReason.INTENT_MISMATCH)
     pre = step.precondition
-    if pre is not None and step.precondition_scope is PreconditionScope.GATE and not _holds(pre, observed):
+    if (
+        pre is not None
+        and step.precondition_scope is PreconditionScope.GATE
+        and not _holds(pre, observed)
+    ):
         reasons.append(GateReason.PRECONDITION_FAILED)
     amount = step.action_amount
     if amount is not None:
@@ -319,7 +323,9 @@ def _gate_reasons(
     if not over_scope and step.action_scope:
         items = step.scope_item_ids
         allowed_items = policy.allowed_item_ids
-        over_scope = bool(items) and allowed_items is not None and not set(items) <= set(allowed_items)
+        over_scope = (
+            bool(items) and allowed_items is not None and not set(items) <= set(allowed_items)
+        )
     if over_scope:
         reasons.append(GateReason.SCOPE_VIOLATION)
     owner = observed.get("owner")

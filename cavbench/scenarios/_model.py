@@ -244,7 +244,9 @@ class Scenario(_Doc):
         """The adapter-visible projection (no world, no oracle, no notes). Built once."""
         return self._view
 
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Scenario:
+    def model_copy(
+        self, *, update: Mapping[str, Any] | None = None, deep: bool = False
+    ) -> Scenario:
         """A copy; with `update`, the cached view is dropped so the copy's view is its own."""
         copy = super().model_copy(update=update, deep=deep)
         copy.__dict__.pop("_view", None)
