@@ -143,13 +143,6 @@ def require_columns(
             )
 
 
-def _kind_of(dtype: pl.DataType) -> ColumnKind | None:
-    for kind in ColumnKind:
-        if _matches(dtype, kind):
-            return kind
-    return None
-
-
 def require_group_columns(frame: pl.DataFrame, names: Sequence[str], source: str) -> None:
     """Check that grouping columns exist and hold scalars (not lists)."""
     for name in names:

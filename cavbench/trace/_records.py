@@ -7,7 +7,6 @@ the record is built (the runtime hands out copies).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -246,9 +245,6 @@ class EpisodeTrace:
             "adapter_report": self.adapter_report.as_json(),
         }
         return out
-
-    def to_json_text(self) -> str:
-        return json.dumps(self.as_json(), sort_keys=True, indent=2)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> EpisodeTrace:
