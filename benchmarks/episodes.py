@@ -124,6 +124,22 @@ def main() -> None:
                 f"{label + ',':<19} {jobs} process{'es' if jobs > 1 else '  '}: {rate:>9,.0f} episodes/s "
                 f"({us:6.1f} us each)  {rate / reference:4.1f}x reference"
             )
+    # The same work on the pack's own few scenarios, repeated: what a sweep of many seeds over
+    # core-v1 does. Faster per episode, since 40 scenario objects stay in the CPU caches.
+    small = load_pack(args.pack)
+    rounds = max(1, len(pack) // len(small))
+    best = float("inf")
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        for _ in range(rounds):
+            run_all(small, None)
+        best = min(best, time.perf_counter() - start)
+    n = rounds * len(small) * len(BASELINE_PROFILES)
+    rate = n / best
+    print(
+        f"in memory, {len(small)} scenarios repeated x{rounds}, 1 process: {rate:>9,.0f} episodes/s "
+        f"({best / n * 1e6:6.1f} us each)  {rate / REFERENCE_IN_MEMORY:4.1f}x reference"
+    )
 
 
 if __name__ == "__main__":
