@@ -20,7 +20,13 @@ from cavbench.errors import CavBenchError, ConfigError, SelectionError
 from cavbench.evaluation import RateCounts, ScoringRule, summarize
 from cavbench.reports import RunInfo, read_run, run_dirs, write_ablation_summary, write_run
 from cavbench.runner import Episode, replay, run_episodes, select, verdict_row
-from cavbench.scenarios import Family, builtin_pack_ids, load_pack, scenario_json_schema
+from cavbench.scenarios import (
+    Family,
+    builtin_pack_ids,
+    lint_scenario,
+    load_pack,
+    scenario_json_schema,
+)
 from cavbench.trace import EpisodeTrace
 
 EXIT_OK, EXIT_ERROR, EXIT_THRESHOLD = 0, 1, 2
@@ -111,6 +117,12 @@ def _profiles_run(
 
 def cmd_validate(args: argparse.Namespace) -> int:
     pack = load_pack(args.pack_arg or args.pack)
+    warnings = [finding for scenario in pack.scenarios for finding in lint_scenario(scenario)]
+    for finding in warnings:
+        print(f"WARN: {finding}", file=sys.stderr)
+    if warnings and args.strict:
+        print(f"ERROR: {len(warnings)} semantic warning(s) and --strict", file=sys.stderr)
+        return EXIT_ERROR
     print(
         f"OK: pack '{pack.pack_id}' v{pack.pack_version} -- {len(pack)} scenarios valid, digest {pack.digest}"
     )
@@ -289,6 +301,11 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="validate a scenario pack and print its digest")
     p.add_argument("pack_arg", nargs="?", metavar="PACK", help="built-in pack id or directory")
     p.add_argument("--pack", default="core-v1")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail on semantic warnings (unknown hooks, missing resources, dangling step ids)",
+    )
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("list", help="list scenarios, profiles or built-in packs")

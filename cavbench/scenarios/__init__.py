@@ -1,6 +1,7 @@
 """Scenario documents and packs: typed models, loader, digest and generated JSON Schema."""
 
 from cavbench.scenarios._builtin import builtin_pack_ids, builtin_pack_root, load_pack
+from cavbench.scenarios._lint import LintCode, LintFinding, lint_scenario
 from cavbench.scenarios._loader import ScenarioPack, load_pack_dir, pack_digest, parse_scenario
 from cavbench.scenarios._model import (
     Injection,
@@ -32,6 +33,8 @@ __all__ = [
     "Family",
     "FaultMode",
     "Injection",
+    "LintCode",
+    "LintFinding",
     "OnBlock",
     "OnFailure",
     "Oracle",
@@ -50,6 +53,7 @@ __all__ = [
     "World",
     "builtin_pack_ids",
     "builtin_pack_root",
+    "lint_scenario",
     "load_pack",
     "load_pack_dir",
     "pack_digest",
