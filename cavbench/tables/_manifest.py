@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
@@ -160,29 +160,26 @@ def _load(path: Path) -> object:
         raise TableError(path, f"invalid JSON at line {exc.lineno}: {exc.msg}") from exc
 
 
-def read_cell_manifest(path: Path) -> CellManifest:
-    """Read and validate a cell's `manifest.json` (the file or its folder)."""
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _read_validated(path: Path, model: type[_M], what: str, fix: str) -> _M:
+    """Read a manifest (the file or its folder) and validate it against `model`."""
     path = path / MANIFEST_NAME if path.is_dir() else path
     raw = _load(path)
     try:
-        return CellManifest.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise TableError(
-            path, f"not a cell manifest: {where}: {first['msg']}", "re-run the sweep"
-        ) from exc
+        raise TableError(path, f"not a {what}: {where}: {first['msg']}", fix) from exc
+
+
+def read_cell_manifest(path: Path) -> CellManifest:
+    """Read and validate a cell's `manifest.json` (the file or its folder)."""
+    return _read_validated(path, CellManifest, "cell manifest", "re-run the sweep")
 
 
 def read_sweep_manifest(path: Path) -> SweepManifest:
     """Read and validate a collected sweep's `manifest.json` (the file or its folder)."""
-    path = path / MANIFEST_NAME if path.is_dir() else path
-    raw = _load(path)
-    try:
-        return SweepManifest.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise TableError(
-            path, f"not a collected-sweep manifest: {where}: {first['msg']}", "run cavbench collect"
-        ) from exc
+    return _read_validated(path, SweepManifest, "collected-sweep manifest", "run cavbench collect")
