@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import importlib
 import io
 import json
@@ -22,6 +23,7 @@ from cavbench.reports import RunInfo, read_run, run_dirs, write_ablation_summary
 from cavbench.runner import Episode, replay, run_episodes, select, verdict_row
 from cavbench.scenarios import (
     Family,
+    ScenarioPack,
     builtin_pack_ids,
     lint_scenario,
     load_pack,
@@ -72,8 +74,6 @@ def _run_id(
     if rule is not ScoringRule.V1:
         rid += f"-{rule.value}"
     if scenarios or families:
-        import hashlib
-
         key = json.dumps([sorted(set(scenarios)), sorted(set(families))])
         rid += "-sel" + hashlib.sha256(key.encode()).hexdigest()[:8]
     return rid
@@ -236,10 +236,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(json.dumps(verdict.as_json(), indent=2, sort_keys=True))
         return EXIT_OK
     total = differ = 0
+    builtin = builtin_pack_ids()
+    packs: dict[str, ScenarioPack] = {}  # an ablation's runs share one pack: load it once
     for run_dir in run_dirs(target):
         info, traces, recorded = read_run(run_dir)
         pack_ref = args.pack or info["scenario_pack"]["source"]
-        pack = load_pack(pack_ref if pack_ref in builtin_pack_ids() else Path(pack_ref))
+        if pack_ref not in packs:
+            packs[pack_ref] = load_pack(pack_ref if pack_ref in builtin else Path(pack_ref))
+        pack = packs[pack_ref]
         if pack.digest != info["scenario_pack"]["digest"]:
             raise CavBenchError(
                 f"{run_dir}: pack digest {pack.digest} differs from the recorded "
