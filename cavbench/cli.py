@@ -105,6 +105,7 @@ def _profiles_run(
             seed=args.seed,
             rule=rule,
             run_id=run_id,
+            time_limit=args.episode_seconds,
         )
         out[profile] = ProfileRun(run_id, episodes)
         if args.output is not None:
@@ -295,6 +296,22 @@ def _selection_flags(p: argparse.ArgumentParser) -> None:
         choices=[r.value for r in ScoringRule],
         help="scoring rule (default v1, CAV-Bench compatible)",
     )
+    p.add_argument(
+        "--episode-seconds",
+        type=_positive_seconds,
+        default=None,
+        help="wall-clock limit per episode; a timed-out episode is recorded as `timeout`",
+    )
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
 
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:

@@ -66,6 +66,15 @@ class PredicateError(CavBenchError):
     """A predicate could not be evaluated (bad op, non-list collection, uncomparable types)."""
 
 
+class EpisodeClosed(CavBenchError):
+    """An adapter called the facade after its episode ended (time limit or finalize)."""
+
+
+class ToolCallError(CavBenchError):
+    """An adapter called the facade with arguments the world cannot record (not JSON, a
+    wrong type). Raised to the adapter; if it does not handle it, its episode records it."""
+
+
 class SelectionError(CavBenchError):
     """A scenario, family, profile or pack selection names nothing that exists."""
 

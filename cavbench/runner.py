@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import re
+import threading
 import traceback
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -16,7 +17,14 @@ from cavbench.errors import SelectionError
 from cavbench.evaluation import ScoringRule, Verdict, evaluate
 from cavbench.runtime import Environment
 from cavbench.scenarios import Family, Scenario, ScenarioPack
-from cavbench.trace import JSON, AdapterReport, CompletionStatus, EpisodeTrace, JSONObject
+from cavbench.trace import (
+    JSON,
+    AdapterReport,
+    CompletionStatus,
+    EpisodeStatus,
+    EpisodeTrace,
+    JSONObject,
+)
 
 _SECRET_MARKERS = ("token", "secret", "password", "credential", "authorization", "api_key")
 REDACTED = "[REDACTED]"
@@ -92,26 +100,102 @@ def _report(adapter: ExecutionAdapter, result: object) -> AdapterReport:
     )
 
 
-def run_episode(
-    scenario: Scenario, adapter: ExecutionAdapter, *, seed: int = 0, run_id: str = ""
-) -> EpisodeTrace:
-    """Run one episode. Any exception raised while the adapter runs — its own bug, or a
-    facade call the world refused (an unknown resource, say) — is recorded as a `run_error`
-    event carrying the traceback, not propagated: the episode scores as failed and a sweep
-    goes on."""
-    env = Environment(scenario, seed=seed, run_id=run_id)
+def _describe(exc: BaseException) -> str:
+    """`Type: message`, even for an exception whose `__str__` raises."""
     try:
-        result = adapter.run(env.session())
-        report = _report(adapter, result)
-    except Exception as exc:  # the adapter is untrusted code; record and carry on
-        env.run_error(f"{type(exc).__name__}: {exc}", traceback.format_exc())
-        report = AdapterReport(
-            str(getattr(adapter, "name", "unknown")),
-            str(getattr(adapter, "version", "0.0.0")),
-            "",
-            CompletionStatus.FAILED.value,
+        text = str(exc)
+    except BaseException:
+        text = "<unprintable exception>"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _format_traceback(exc: BaseException) -> str:
+    try:
+        return "".join(traceback.format_exception(exc))
+    except BaseException:
+        return _describe(exc)
+
+
+def _failed_report(adapter: ExecutionAdapter) -> AdapterReport:
+    return AdapterReport(
+        str(getattr(adapter, "name", "unknown")),
+        str(getattr(adapter, "version", "0.0.0")),
+        "",
+        CompletionStatus.FAILED.value,
+    )
+
+
+class _Outcome:
+    """What the adapter's run left: its result, or the exception it raised."""
+
+    __slots__ = ("done", "error", "result")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.result: object = None
+        self.error: BaseException | None = None
+
+
+def _call(adapter: ExecutionAdapter, env: Environment, outcome: _Outcome) -> None:
+    try:
+        outcome.result = adapter.run(env.session())
+    except BaseException as exc:
+        outcome.error = exc
+    finally:
+        outcome.done.set()
+
+
+def run_episode(
+    scenario: Scenario,
+    adapter: ExecutionAdapter,
+    *,
+    seed: int = 0,
+    run_id: str = "",
+    time_limit: float | None = None,
+) -> EpisodeTrace:
+    """Run one episode. Whatever the adapter raises — its own bug, a facade call the world
+    refused, `SystemExit`, `GeneratorExit`, any `BaseException` — is recorded as a
+    `run_error` event carrying the traceback, not propagated: the episode scores as failed
+    (status `adapter_error`) and a sweep goes on. Only a real Ctrl-C stops it.
+
+    With `time_limit` (seconds of wall clock), the adapter runs in a daemon thread; past
+    the limit the episode is recorded with status `timeout`, its world is closed (any
+    further facade call from the runaway thread raises `EpisodeClosed`) and the thread is
+    abandoned. Without a limit the adapter runs in the calling thread, as fast as before;
+    a `KeyboardInterrupt` there cannot be told from a real one and stops the run."""
+    env = Environment(scenario, seed=seed, run_id=run_id)
+    outcome = _Outcome()
+    if time_limit is None:
+        try:
+            outcome.result = adapter.run(env.session())
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            outcome.error = exc
+    else:
+        worker = threading.Thread(
+            target=_call, args=(adapter, env, outcome), name=f"adapter:{run_id}", daemon=True
         )
-    return env.finalize(report)
+        worker.start()
+        if not outcome.done.wait(time_limit):
+            env.close()
+            env.run_error(
+                f"EpisodeTimeout: the adapter ran past the {time_limit:g} s limit",
+                "",
+                EpisodeStatus.TIMEOUT.value,
+            )
+            return env.finalize(_failed_report(adapter), env.executed_digest(scenario))
+    if outcome.error is not None:
+        env.run_error(_describe(outcome.error), _format_traceback(outcome.error))
+        return env.finalize(_failed_report(adapter), env.executed_digest(scenario))
+    try:
+        report = _report(adapter, outcome.result)
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt) and time_limit is None:
+            raise
+        env.run_error(_describe(exc), _format_traceback(exc))
+        report = _failed_report(adapter)
+    return env.finalize(report, env.executed_digest(scenario))
 
 
 def replay(
@@ -178,11 +262,16 @@ def run_episodes(
     seed: int = 0,
     rule: ScoringRule | str = ScoringRule.V1,
     run_id: str = "",
+    time_limit: float | None = None,
 ) -> list[Episode]:
     """Run and score `adapter` on the selected scenarios of `pack`."""
     scenarios = select(pack, scenario_ids, families)
     with relaxed_gc():
-        return list(iter_episodes(scenarios, adapter, seed=seed, rule=rule, run_id=run_id))
+        return list(
+            iter_episodes(
+                scenarios, adapter, seed=seed, rule=rule, run_id=run_id, time_limit=time_limit
+            )
+        )
 
 
 def iter_episodes(
@@ -192,12 +281,17 @@ def iter_episodes(
     seed: int = 0,
     rule: ScoringRule | str = ScoringRule.V1,
     run_id: str = "",
+    time_limit: float | None = None,
 ) -> Iterable[Episode]:
     rule = ScoringRule(rule)
     name = str(getattr(adapter, "name", "unknown"))
     for scenario in scenarios:
         trace = run_episode(
-            scenario, adapter, seed=seed, run_id=f"{scenario.id}::{run_id}" if run_id else ""
+            scenario,
+            adapter,
+            seed=seed,
+            run_id=f"{scenario.id}::{run_id}" if run_id else "",
+            time_limit=time_limit,
         )
         yield Episode(scenario, name, seed, trace, evaluate(scenario, trace, rule))
 

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from cavbench.errors import PredicateError
 from cavbench.evaluation._verdict import Finding, FindingReason
 from cavbench.scenarios import Dimension, Predicate
 from cavbench.scenarios.predicates import evaluate_predicate
@@ -46,7 +47,13 @@ def declared_effects(
     """Oracle-declared effect predicates: forbidden ones must not hold, the rest must."""
     findings: list[Finding] = []
     for predicate in predicates:
-        holds = evaluate_predicate(predicate, context)
+        error = None
+        try:
+            holds = evaluate_predicate(predicate, context)
+        except PredicateError as exc:
+            # The agent left values the predicate cannot compare (a string in a numeric
+            # field): the expectation is not met, and the finding says why.
+            holds, error = not must_hold, str(exc)
         if holds == must_hold:
             continue
         reason = (
@@ -59,11 +66,22 @@ def declared_effects(
                 reason=reason,
                 failure_code=predicate.failure_code or default_code,
                 dimension=predicate.dimension or default_dimension,
-                description=predicate.description,
+                description=predicate.description
+                if error is None
+                else f"{predicate.description or 'predicate'} (not evaluable: {error})",
                 predicate=predicate.as_json(),
             )
         )
     return findings
+
+
+def goal_holds(predicates: Iterable[Predicate], context: Mapping[str, Any]) -> bool:
+    """Every goal predicate holds; one that cannot be evaluated on the final state (the
+    agent wrote uncomparable values) does not hold, where CAV-Bench aborted the run."""
+    try:
+        return all(evaluate_predicate(p, context) for p in predicates)
+    except PredicateError:
+        return False
 
 
 def temporal_validity(trace: EpisodeTrace) -> list[Finding]:

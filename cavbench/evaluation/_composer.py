@@ -6,7 +6,6 @@ from cavbench.evaluation import _checkers as check
 from cavbench.evaluation._context import EvidenceContext
 from cavbench.evaluation._verdict import DimensionStatus, Finding, ScoringRule, Verdict
 from cavbench.scenarios import Dimension, Scenario
-from cavbench.scenarios.predicates import evaluate_predicate
 from cavbench.trace import EpisodeTrace
 
 # Bound once: enum attribute access is slow and this runs for every episode.
@@ -98,7 +97,7 @@ def evaluate(
         record(unmet)
 
     # 7. Outcome.
-    outcome = all(evaluate_predicate(p, context) for p in oracle.goal_predicates)
+    outcome = check.goal_holds(oracle.goal_predicates, context)
 
     # 8. Truthful report (the only place the adapter's report is read). `v1` checks it only
     #    when recovery is required; `v1_strict` checks every episode and also counts a

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from cavbench.errors import CavBenchError
+from cavbench.errors import CavBenchError, EpisodeClosed
 from cavbench.runtime._faults import FaultScheduler
 from cavbench.runtime._ledger import Ledger
 from cavbench.runtime._state import StateStore, copy_json, copy_resource, version_of
 from cavbench.runtime.session import AdapterSession, CommitOutcome, ToolFacade, ToolStatus
-from cavbench.scenarios import FaultMode, Injection, Scenario
+from cavbench.scenarios import FaultMode, Injection, Scenario, deep_copy, executed_digest
 from cavbench.trace import (
     JSON,
     AdapterReport,
@@ -46,26 +46,35 @@ class Environment:
     randomness and reads no clock, so the same inputs give the same trace."""
 
     __slots__ = (
+        "_closed",
         "_commit_keys",
         "_events",
         "_faults",
         "_forced_failures",
+        "_initial",
+        "_injections",
         "_ledger",
         "_state",
+        "_view",
         "run_id",
-        "scenario",
+        "scenario_id",
         "seed",
     )
 
     def __init__(self, scenario: Scenario, *, seed: int = 0, run_id: str = "") -> None:
-        self.scenario = scenario
+        # Everything the adapter can reach from its session (the view, and through the
+        # facade this object) is this episode's own copy; the pack's scenario is not kept
+        # here, so no attribute path leads back to it (see `scenarios._isolation`).
+        self.scenario_id = scenario.id
         self.seed = seed
         self.run_id = run_id
-        self._state = StateStore(
-            scenario.world.initial_state, source=f"{scenario.id}: world.initial_state"
-        )
+        self._view = deep_copy(scenario.view())
+        self._initial = deep_copy(scenario.world.initial_state)
+        self._injections: tuple[Injection, ...] = deep_copy(scenario.world.injections)
+        self._closed = False
+        self._state = StateStore(self._initial, source=f"{scenario.id}: world.initial_state")
         self._ledger = Ledger()
-        self._faults = FaultScheduler(scenario.world.injections)
+        self._faults = FaultScheduler(self._injections)
         self._events: list[TraceEvent] = []
         self._forced_failures: dict[str, str] = {}
         self._commit_keys: dict[str, str] = {}
@@ -79,13 +88,34 @@ class Environment:
         )
 
     # -- the adapter's side -------------------------------------------------------------
-    @property
-    def scenario_id(self) -> str:
-        return self.scenario.id
-
     def session(self) -> AdapterSession:
-        """The adapter's session: the scenario view and a facade over this environment."""
-        return AdapterSession(self.scenario.view(), ToolFacade(self))
+        """The adapter's session: this episode's copy of the view and a facade over this
+        environment."""
+        return AdapterSession(self._view, ToolFacade(self))
+
+    def close(self) -> None:
+        """End the adapter's access: every later facade call raises `EpisodeClosed` (a
+        runaway adapter past its time limit, or one that kept its session)."""
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise EpisodeClosed(
+                f"{self.scenario_id}: the episode is over (time limit reached or already "
+                "finalized); the world refuses further calls"
+            )
+
+    def executed_digest(self, scenario: Scenario) -> str:
+        """The digest of the scenario as this episode ran it: `scenario.digest` when the
+        episode's copies still equal the pack's originals, else the copies' own digest.
+        The caller passes the pack's scenario (this object never holds it)."""
+        if (
+            self._view == scenario.view()
+            and self._initial == scenario.world.initial_state
+            and self._injections == scenario.world.injections
+        ):
+            return scenario.digest
+        return executed_digest(self._view, self._initial, self._injections)
 
     # -- recording --------------------------------------------------------------------------
     @property
@@ -116,7 +146,7 @@ class Environment:
                 or not isinstance(changes, dict)
             ):
                 raise CavBenchError(
-                    f"{self.scenario.id}: injection {injection.fault_id!r}: external_mutation needs "
+                    f"{self.scenario_id}: injection {injection.fault_id!r}: external_mutation needs "
                     "payload.namespace, payload.resource_id and payload.changes (an object)"
                 )
             ref = f"{namespace}:{resource_id}"
@@ -147,6 +177,7 @@ class Environment:
 
     # -- WorldPort ----------------------------------------------------------------------
     def read(self, namespace: str, resource_id: str, tool_name: str) -> Resource:
+        self._check_open()
         stored = self._state.peek(namespace, resource_id)
         ref = f"{namespace}:{resource_id}"
         self._record(
@@ -177,6 +208,8 @@ class Environment:
         args: JSONObject,
         compensation_for: str | None,
     ) -> CommitOutcome:
+        if self._closed:
+            self._check_open()
         ref = f"{namespace}:{resource_id}"
         refs = (ref,)
         args = copy_resource(args)  # the adapter keeps its own dict; the record must not change
@@ -263,6 +296,7 @@ class Environment:
         return CommitOutcome(status, copy_resource(mutation.after))
 
     def status_check(self, idempotency_key: str) -> bool:
+        self._check_open()
         effect_id = self._commit_keys.get(idempotency_key) if idempotency_key else None
         self._record(
             EventType.OPERATION_STATUS_READ,
@@ -275,7 +309,8 @@ class Environment:
         return effect_id is not None
 
     def escalate(self, reason: str, logical_operation_id: str) -> None:
-        ref = f"case:{self.scenario.id}"
+        self._check_open()
+        ref = f"case:{self.scenario_id}"
         row = self._ledger.build(
             seq=self._next_seq,
             effect_type="escalate_case",
@@ -296,15 +331,19 @@ class Environment:
         )
 
     def clarify(self, question: str) -> None:
+        self._check_open()
         self._record(EventType.CLARIFICATION, tool_name="clarify", metadata={"question": question})
 
-    def run_error(self, message: str, traceback_text: str = "") -> None:
-        """Record that the adapter raised; the harness (not the adapter) calls this."""
+    def run_error(
+        self, message: str, traceback_text: str = "", status: str = "adapter_error"
+    ) -> None:
+        """Record that the adapter raised or ran out of time (`status`, an `EpisodeStatus`
+        value); the harness (not the adapter) calls this."""
         self._record(
             EventType.RUN_ERROR,
             source="harness",
             response_status="ERROR",
-            metadata={"message": message, "traceback": traceback_text},
+            metadata={"message": message, "traceback": traceback_text, "status": status},
         )
 
     # -- end of episode -----------------------------------------------------------------
@@ -315,15 +354,18 @@ class Environment:
     def events(self) -> tuple[TraceEvent, ...]:
         return tuple(self._events)
 
-    def finalize(self, report: AdapterReport) -> EpisodeTrace:
-        """Freeze the episode. The adapter's report is stored as given; nothing scores it
-        except the evaluator's overclaim check on `completion_status`."""
+    def finalize(self, report: AdapterReport, scenario_digest: str = "") -> EpisodeTrace:
+        """Freeze the episode and close the world to the adapter. The adapter's report is
+        stored as given; nothing scores it except the evaluator's overclaim check on
+        `completion_status`."""
+        self._closed = True
         return EpisodeTrace(
-            scenario_id=self.scenario.id,
+            scenario_id=self.scenario_id,
             run_id=self.run_id,
             seed=self.seed,
             events=tuple(self._events),
             final_state=self._state.snapshot(),
             side_effects=self._ledger.rows,
             adapter_report=report,
+            scenario_digest=scenario_digest,
         )

@@ -7,10 +7,12 @@ environment implements.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import NamedTuple, Protocol
 
+from cavbench.errors import ToolCallError
 from cavbench.scenarios import ScenarioView
 from cavbench.trace import JSON, JSONObject, Resource
 
@@ -104,6 +106,61 @@ class WorldPort(Protocol):
     def clarify(self, question: str) -> None: ...
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _json_problem(value: object, where: str, depth: int = 0) -> str | None:
+    """Why `value` cannot be recorded as JSON in the tables (None if it can)."""
+    kind = type(value)
+    if kind is str:
+        if not value.isascii():  # type: ignore[attr-defined]
+            try:
+                value.encode("utf-8")  # type: ignore[attr-defined]
+            except UnicodeEncodeError:
+                return f"{where}: a string with a lone surrogate"
+        return None
+    if kind is bool or value is None:
+        return None
+    if kind is int:
+        lo, hi = _INT64
+        return None if lo <= value <= hi else f"{where}: integer {value} outside 64 bits"  # type: ignore[operator]
+    if kind is float:
+        return (
+            None
+            if value == value and value not in (float("inf"), float("-inf"))
+            else (f"{where}: {value!r} is not a JSON number")
+        )
+    if depth > 64:
+        return f"{where}: nested more than 64 levels"
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if type(key) is not str:
+                return f"{where}: key {key!r} is not a string"
+            problem = _json_problem(item, f"{where}.{key}", depth + 1)
+            if problem:
+                return problem
+        return None
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            problem = _json_problem(item, f"{where}[{index}]", depth + 1)
+            if problem:
+                return problem
+        return None
+    return f"{where}: a {kind.__name__} is not JSON"
+
+
+def _require(value: object, where: str, *kinds: type) -> None:
+    if type(value) not in kinds:
+        names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+        raise ToolCallError(f"{where}: expected {names}, got {type(value).__name__}")
+
+
+def _check_json(value: object, where: str) -> None:
+    problem = _json_problem(value, where)
+    if problem:
+        raise ToolCallError(f"{problem} (fix: pass plain JSON values)")
+
+
 class ToolFacade:
     """Read, write, check status, escalate, clarify. Every call is recorded by the environment."""
 
@@ -113,6 +170,9 @@ class ToolFacade:
         self._world = world
 
     def read(self, namespace: str, resource_id: str, tool_name: str | None = None) -> ToolResult:
+        _require(namespace, "read: namespace", str)
+        _require(tool_name, "read: tool_name", str, type(None))
+        _check_json(str(resource_id), "read: resource_id")
         name = tool_name or READ_TOOLS.get(namespace) or f"get_{namespace}"
         value = self._world.read(namespace, str(resource_id), name)
         return ToolResult(ToolStatus.OK, data=value)
@@ -131,6 +191,25 @@ class ToolFacade:
         expected_version: int | None = None,
         compensation_for: str | None = None,
     ) -> ToolResult:
+        # Whatever reaches the world is recorded in typed tables: refuse what cannot be.
+        for where, value in (
+            ("step_id", step_id),
+            ("tool_name", tool_name),
+            ("namespace", namespace),
+        ):
+            _require(value, f"write: {where}", str)
+        _require(logical_operation_id, "write: logical_operation_id", str)
+        _require(idempotency_key, "write: idempotency_key", str, type(None))
+        _require(compensation_for, "write: compensation_for", str, type(None))
+        _require(expected_version, "write: expected_version", int, type(None))
+        if not isinstance(changes, Mapping):
+            raise ToolCallError(f"write: changes must be an object, got {type(changes).__name__}")
+        _check_json(changes, "write: changes")
+        _check_json(args or {}, "write: args")
+        _check_json(str(resource_id), "write: resource_id")
+        _check_json([step_id, tool_name, namespace, logical_operation_id, idempotency_key], "write")
+        if expected_version is not None:
+            _check_json(expected_version, "write: expected_version")
         outcome = self._world.commit(
             step_id=step_id,
             tool_name=tool_name,
@@ -152,16 +231,23 @@ class ToolFacade:
         )
 
     def status_check(self, idempotency_key: str) -> ToolResult:
+        _require(idempotency_key, "status_check: idempotency_key", str)
+        _check_json(idempotency_key, "status_check: idempotency_key")
         found = self._world.status_check(idempotency_key)
         return ToolResult(
             ToolStatus.COMMITTED if found else ToolStatus.NOT_FOUND, data={"found": found}
         )
 
     def escalate(self, reason: str, logical_operation_id: str) -> ToolResult:
+        _require(reason, "escalate: reason", str)
+        _require(logical_operation_id, "escalate: logical_operation_id", str)
+        _check_json([reason, logical_operation_id], "escalate")
         self._world.escalate(reason, logical_operation_id)
         return ToolResult(ToolStatus.CREATED, message=reason)
 
     def clarify(self, question: str) -> ToolResult:
+        _require(question, "clarify: question", str)
+        _check_json(question, "clarify: question")
         self._world.clarify(question)
         return ToolResult(ToolStatus.CLARIFICATION_REQUESTED, message=question)
 

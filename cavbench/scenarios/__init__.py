@@ -1,6 +1,7 @@
 """Scenario documents and packs: typed models, loader, digest and generated JSON Schema."""
 
 from cavbench.scenarios._builtin import builtin_pack_ids, builtin_pack_root, load_pack
+from cavbench.scenarios._isolation import deep_copy, executed_digest
 from cavbench.scenarios._lint import LintCode, LintFinding, lint_scenario
 from cavbench.scenarios._loader import ScenarioPack, load_pack_dir, pack_digest, parse_scenario
 from cavbench.scenarios._model import (
@@ -29,6 +30,8 @@ from cavbench.scenarios._vocab import (
 )
 
 __all__ = [
+    "deep_copy",
+    "executed_digest",
     "Dimension",
     "Family",
     "FaultMode",

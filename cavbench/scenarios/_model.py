@@ -30,6 +30,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from cavbench.scenarios._frozen import freeze
+from cavbench.scenarios._isolation import executed_digest
 from cavbench.scenarios._vocab import (
     Dimension,
     Family,
@@ -250,7 +251,15 @@ class Scenario(_Doc):
         """A copy; with `update`, the cached view is dropped so the copy's view is its own."""
         copy = super().model_copy(update=update, deep=deep)
         copy.__dict__.pop("_view", None)
+        copy.__dict__.pop("digest", None)
         return copy
+
+    @cached_property
+    def digest(self) -> str:
+        """`sha256:` of what an episode of this scenario runs: the view, the initial state
+        and the injections (`executed_digest`); each episode records the digest of its own
+        copy, so a difference shows that something altered it."""
+        return executed_digest(self.view(), self.world.initial_state, self.world.injections)
 
     @cached_property
     def _view(self) -> ScenarioView:

@@ -166,7 +166,12 @@ def job_config(cfg: DictConfig) -> dict[str, Any]:
     (where and how to write) and Hydra's own node."""
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     assert isinstance(container, dict)
-    return {str(k): v for k, v in container.items() if k not in ("output", "hydra")}
+    config = {str(k): v for k, v in container.items() if k not in ("output", "hydra")}
+    # Unset limits leave the identity (and hash) of every earlier cell unchanged.
+    limits = config.get("limits")
+    if isinstance(limits, dict) and all(v is None for v in limits.values()):
+        del config["limits"]
+    return config
 
 
 def config_hash(config: Mapping[str, Any]) -> str:

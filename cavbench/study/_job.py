@@ -76,6 +76,7 @@ class CellPlan:
     adapter_factory: Mapping[str, Any] = field(default_factory=dict)
     overwrite: bool = False
     progress: bool = True
+    time_limit: float | None = None
 
     @property
     def cell(self) -> str:
@@ -123,6 +124,7 @@ class CellPlan:
             adapter_factory=factory,
             overwrite=bool(output.overwrite),
             progress=bool(output.progress),
+            time_limit=episode_seconds(cfg),
         )
 
 
@@ -136,6 +138,19 @@ class CellResult:
     skipped: bool
     n_episodes: int
     n_errors: int
+
+
+def episode_seconds(cfg: DictConfig) -> float | None:
+    """`limits.episode_seconds`, checked (None when unset)."""
+    limits = cfg.get("limits")
+    value = None if limits is None else limits.get("episode_seconds")
+    if value is None:
+        return None
+    if not float(value) > 0:
+        raise ConfigError(
+            f"limits.episode_seconds={value!r}: must be a positive number of seconds (or null)"
+        )
+    return float(value)
 
 
 def _episodes(plan: CellPlan, scenarios: list[Scenario]) -> Iterator[tuple[Scenario, int, int]]:
@@ -295,7 +310,9 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
     with relaxed_gc():
         for scenario, seed, repetition in bar:
             episode_id = plan.keys.episode_id(scenario.id, seed, repetition)
-            trace = run_episode(scenario, adapter, seed=seed, run_id=episode_id)
+            trace = run_episode(
+                scenario, adapter, seed=seed, run_id=episode_id, time_limit=plan.time_limit
+            )
             verdict = evaluate(scenario, trace, plan.rule)
             key = EpisodeKey(episode_id, scenario.id, scenario.family.value, seed, repetition)
             tables.add(key, trace, verdict)

@@ -156,6 +156,9 @@ def _compare(
             for dimension, status in dimension_statuses(verdict)
         ]
         pairs.append(("findings", recorded_findings, [finding_fields(f) for f in verdict.findings]))
+        # What the episode actually ran must be the pack's scenario: an adapter that altered
+        # its copy of the view or the world shows up here even when its verdict reproduces.
+        pairs.append(("scenario_digest", episode.get("scenario_digest"), scenario.digest))
         differences.extend(
             VerdictDifference(
                 cell=group.cell,

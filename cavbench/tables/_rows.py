@@ -150,6 +150,8 @@ class CellTables:
                 "report_metadata": dump_json(report.metadata),
                 "n_events": len(trace.events),
                 "n_ledger_rows": len(trace.side_effects),
+                "scenario_digest": trace.scenario_digest,
+                "status": trace.status.value,
                 "error": trace.error,
                 **verdict_fields(verdict),
             },
@@ -254,6 +256,7 @@ def rebuild_trace(
         "scenario_id": episode["scenario_id"],
         "run_id": episode["run_id"],
         "seed": episode["seed"],
+        "scenario_digest": episode.get("scenario_digest") or "",
         "events": [
             {
                 "seq": e["seq"],

@@ -13,7 +13,7 @@ from enum import StrEnum
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 """Version of the table layout below (and of the manifests that describe the files)."""
 
 
@@ -73,6 +73,7 @@ SCHEMAS: Mapping[Table, pa.Schema] = {
             _field("pack_id", _STR),
             _field("pack_version", _STR),
             _field("pack_digest", _STR),
+            _field("scenario_digest", _STR),
             _field("scenarios", _STR),
             _field("scoring_rule", _STR),
             _field("seeds", _STR),
@@ -93,6 +94,7 @@ SCHEMAS: Mapping[Table, pa.Schema] = {
             _field("n_events", _I64),
             _field("n_ledger_rows", _I64),
             _field("n_findings", _I64),
+            _field("status", _STR),
             _opt("error", _STR),
         ]
     ),

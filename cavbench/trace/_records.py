@@ -42,6 +42,18 @@ class EventType(StrEnum):
     RUN_ERROR = "run_error"
 
 
+class EpisodeStatus(StrEnum):
+    """How an episode ended, as the harness saw it (the `status` column of `episodes`).
+
+    `adapter_error` and `timeout` are the agent's failures and count in rates like any failed
+    episode; `infra_error` (a model or gateway outage, not the agent's doing) is excluded."""
+
+    COMPLETED = "completed"
+    ADAPTER_ERROR = "adapter_error"
+    TIMEOUT = "timeout"
+    INFRA_ERROR = "infra_error"
+
+
 class CompletionStatus(StrEnum):
     """What an adapter may claim about its own run. Ordered by severity."""
 
@@ -221,6 +233,20 @@ class EpisodeTrace:
     final_state: State
     side_effects: tuple[LedgerRow, ...]
     adapter_report: AdapterReport
+    scenario_digest: str = ""
+    """Digest of the scenario as this episode ran it (`Scenario.digest` unless something
+    altered the episode's copy); empty for traces recorded before it existed."""
+
+    @property
+    def status(self) -> EpisodeStatus:
+        """`completed` unless the harness recorded a `run_error` (its `metadata.status`)."""
+        for event in reversed(self.events):
+            if event.event_type is EventType.RUN_ERROR:
+                try:
+                    return EpisodeStatus(event.metadata.get("status", "adapter_error"))
+                except ValueError:
+                    return EpisodeStatus.ADAPTER_ERROR
+        return EpisodeStatus.COMPLETED
 
     @property
     def error(self) -> str | None:
@@ -244,7 +270,7 @@ class EpisodeTrace:
             "side_effects": [r.as_json() for r in self.side_effects],
             "adapter_report": self.adapter_report.as_json(),
         }
-        return out
+        return out  # no scenario_digest: trace-v1 allows no extra keys (it is an episodes column)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> EpisodeTrace:
@@ -256,4 +282,5 @@ class EpisodeTrace:
             final_state=data["final_state"],
             side_effects=tuple(LedgerRow.from_json(r) for r in data["side_effects"]),
             adapter_report=AdapterReport.from_json(data.get("adapter_report") or {}),
+            scenario_digest=str(data.get("scenario_digest") or ""),
         )

@@ -495,11 +495,18 @@ def test_goal_reads_side_effects_and_events(kit: Any) -> None:
     assert verdict.outcome_success is True
 
 
-def test_uncomparable_oracle_predicate_aborts_evaluation(kit: Any) -> None:
+def test_uncomparable_goal_predicate_fails_the_episode_not_the_run(kit: Any) -> None:
+    # CAV-Bench aborts here; a state the agent left uncomparable is the agent's failure.
     scenario = kit.scenario(goal=[kit.pred("gt", "state.order.O-1.status", 3)])
     trace = run_episode(scenario, baseline("direct"))
-    with pytest.raises(PredicateError):
-        evaluate(scenario, trace)
+    assert evaluate(scenario, trace).outcome_success is False
+
+
+def test_uncomparable_required_effect_is_a_finding(kit: Any) -> None:
+    scenario = kit.scenario(required=[kit.pred("gt", "state.order.O-1.status", 3)])
+    verdict = evaluate(scenario, run_episode(scenario, baseline("direct")))
+    assert verdict.commit_valid_success is False
+    assert any("not evaluable" in (f.description or "") for f in verdict.findings)
 
 
 def test_findings_follow_the_spec_order(kit: Any) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from cavbench.errors import CavBenchError
+from cavbench.errors import CavBenchError, EpisodeClosed
 from cavbench.runtime import TOOL_EFFECT_TYPE, Environment, ToolFacade, ToolStatus
 from cavbench.trace import AdapterReport, EventType
 
@@ -164,7 +164,8 @@ def test_forced_failure_rejects_the_first_attempt_only(kit: Any) -> None:
     assert dict(rejected.versions_after) == {}
     assert env.snapshot()["order"]["O-1"] == {"status": "open", "version": 1}
     assert env.finalize(AdapterReport()).side_effects == ()
-    assert write(tools).status is ToolStatus.COMMITTED
+    with pytest.raises(EpisodeClosed):  # a finalized world refuses kept sessions
+        write(tools)
 
 
 def test_forced_failure_waits_for_its_step(kit: Any) -> None:
