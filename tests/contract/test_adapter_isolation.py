@@ -75,7 +75,7 @@ def test_a_kept_session_cannot_act_after_its_episode() -> None:
 
         def run(self, session: AdapterSession) -> AdapterResult:
             kept.append(session)
-            return AdapterResult()
+            return AdapterResult(final_message="")
 
     scenario = load_pack("core-v1").scenarios[0]
     run_episode(scenario, Keeper())
@@ -113,7 +113,8 @@ def test_any_base_exception_is_recorded_on_the_episode(
     scenario = load_pack("core-v1").scenarios[0]
     trace = run_episode(scenario, _Raises(exc), time_limit=limit)
     assert trace.status is EpisodeStatus.ADAPTER_ERROR
-    assert trace.error is not None and type(exc).__name__ in trace.error
+    assert trace.error is not None
+    assert type(exc).__name__ in trace.error
     assert trace.adapter_report.completion_status == "failed"
 
 
@@ -129,7 +130,7 @@ def test_a_sleeping_adapter_times_out_and_its_world_is_closed() -> None:
                 session.clarify("late")
             except EpisodeClosed:
                 calls.append("refused")
-            return AdapterResult()
+            return AdapterResult(final_message="")
 
     scenario = load_pack("core-v1").scenarios[0]
     trace = run_episode(scenario, Sleeper(), time_limit=0.05)
@@ -165,7 +166,7 @@ def test_non_json_arguments_are_the_adapters_failure_not_the_runs(value: object)
             except ToolCallError as exc:
                 seen.append(type(exc))
                 raise
-            return AdapterResult()
+            return AdapterResult(final_message="")
 
     pack = load_pack("core-v1")
     episodes = run_episodes(pack, Writer(), scenario_ids=[pack.scenarios[0].id])
@@ -193,7 +194,7 @@ def test_a_string_in_a_numeric_field_is_scored_not_raised(kit: Any) -> None:
                 logical_operation_id="op",
                 idempotency_key=None,
             )
-            return AdapterResult()
+            return AdapterResult(final_message="")
 
     trace = run_episode(scenario, Stringer())
     assert trace.status is EpisodeStatus.COMPLETED
