@@ -20,6 +20,13 @@ CRASHING = [
     "adapter.factory._target_=tests.sweep.adapters.crashing",
     "+adapter.factory.crash_on=[MK-02]",
 ]
+RUNAWAY = [
+    "adapter.name=runaway",
+    "adapter.factory._target_=tests.sweep.adapters.runaway",
+    "+adapter.factory.sleep_on=[MK-02]",
+    "+adapter.factory.exit_on=[MK-03]",
+    "limits.episode_seconds=0.5",
+]
 
 
 @pytest.fixture

@@ -22,7 +22,9 @@ from cavbench.tables import (
     verify_cell,
 )
 
-from .conftest import CRASHING
+from cavbench.tables import recompute
+
+from .conftest import CRASHING, RUNAWAY
 
 Config = Callable[..., DictConfig]
 
@@ -159,6 +161,36 @@ def test_an_adapter_that_raises_gives_an_error_row_and_the_cell_goes_on(config: 
     events = pl.read_parquet(directory / "events.parquet")
     assert "run_error" in events.filter(pl.col("scenario_id") == "MK-02")["event_type"].to_list()
     assert read_cell_manifest(directory).n_errors == 1
+
+
+def test_a_sleeping_and_an_exiting_adapter_are_recorded_and_the_cell_completes(
+    config: Config,
+) -> None:
+    result = run_cell(config(*RUNAWAY))
+    assert result.status is CellStatus.COMPLETE
+    assert result.n_episodes == 5
+    episodes = pl.read_parquet(Path(result.directory) / "episodes.parquet")
+    status = dict(zip(episodes["scenario_id"], episodes["status"], strict=True))
+    assert status["MK-02"] == "timeout"
+    assert status["MK-03"] == "adapter_error"
+    assert sorted(status.values()).count("completed") == 3
+    assert "SystemExit" in episodes.filter(pl.col("scenario_id") == "MK-03")["error"][0]
+    assert episodes.columns.index("status") + 1 == episodes.columns.index("error")
+
+
+def test_recompute_flags_every_episode_whose_scenario_was_altered(config: Config) -> None:
+    tampered = run_cell(
+        config(
+            "adapter.name=contaminating",
+            "adapter.factory._target_=tests.sweep.adapters.contaminating",
+        )
+    )
+    clean = run_cell(config("profile=direct"))
+    report = recompute(Path(tampered.directory).parents[5])
+    flagged = {(d.cell, d.scenario_id) for d in report.differences if d.field == "scenario_digest"}
+    cell = read_cell_manifest(Path(tampered.directory)).cell
+    assert flagged and all(c == cell for c, _ in flagged)
+    assert read_cell_manifest(Path(clean.directory)).cell not in {c for c, _ in flagged}
 
 
 def test_a_failed_cell_leaves_failed_status_and_its_traceback(config: Config) -> None:

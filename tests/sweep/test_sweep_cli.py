@@ -19,7 +19,7 @@ import pytest
 from cavbench.cli import main as cavbench_main
 from cavbench.tables import CellStatus, cell_dirs, read_cell_manifest
 
-from .conftest import REPO, run_sweep
+from .conftest import REPO, RUNAWAY, run_sweep
 
 pytestmark = pytest.mark.slow
 
@@ -175,3 +175,28 @@ def test_a_failing_cell_fails_the_sweep_but_not_the_other_cells(tmp_path: Path) 
         read_cell_manifest(d).status.value for d in cell_dirs(tmp_path / "sweeps" / "smoke")
     )
     assert statuses == ["COMPLETE", "COMPLETE", "FAILED", "FAILED"]
+
+
+@pytest.mark.parametrize("launcher", ["basic", "joblib"])
+def test_a_sleeping_and_an_exiting_adapter_do_not_stop_the_sweep(
+    tmp_path: Path, launcher: str
+) -> None:
+    done = run_sweep(
+        [
+            "-m",
+            "experiment=smoke",
+            f"hydra/launcher={launcher}",
+            *RUNAWAY,
+        ],
+        tmp_path,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stderr
+    frames = [
+        pl.read_parquet(d / "episodes.parquet") for d in cell_dirs(tmp_path / "sweeps" / "smoke")
+    ]
+    assert len(frames) == 2  # both profiles' cells are complete
+    for frame in frames:
+        status = dict(zip(frame["scenario_id"], frame["status"], strict=True))
+        assert (status["MK-02"], status["MK-03"]) == ("timeout", "adapter_error")
+        assert list(status.values()).count("completed") == len(status) - 2
