@@ -125,11 +125,8 @@ def _json_problem(value: object, where: str, depth: int = 0) -> str | None:
         lo, hi = _INT64
         return None if lo <= value <= hi else f"{where}: integer {value} outside 64 bits"  # type: ignore[operator]
     if kind is float:
-        return (
-            None
-            if value == value and value not in (float("inf"), float("-inf"))
-            else (f"{where}: {value!r} is not a JSON number")
-        )
+        finite = math.isfinite(value)  # type: ignore[arg-type]
+        return None if finite else f"{where}: {value!r} is not a JSON number"
     if depth > 64:
         return f"{where}: nested more than 64 levels"
     if isinstance(value, Mapping):

@@ -12,7 +12,6 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from cavbench.adapters import AdapterResult, baseline
-from cavbench.errors import PredicateError
 from cavbench.evaluation import (
     ALL_DIMENSIONS,
     DimensionStatus,

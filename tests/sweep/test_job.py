@@ -19,10 +19,9 @@ from cavbench.tables import (
     Table,
     read_cell_manifest,
     read_table,
+    recompute,
     verify_cell,
 )
-
-from cavbench.tables import recompute
 
 from .conftest import CRASHING, RUNAWAY
 
@@ -189,7 +188,8 @@ def test_recompute_flags_every_episode_whose_scenario_was_altered(config: Config
     report = recompute(Path(tampered.directory).parents[5])
     flagged = {(d.cell, d.scenario_id) for d in report.differences if d.field == "scenario_digest"}
     cell = read_cell_manifest(Path(tampered.directory)).cell
-    assert flagged and all(c == cell for c, _ in flagged)
+    assert flagged
+    assert all(c == cell for c, _ in flagged)
     assert read_cell_manifest(Path(clean.directory)).cell not in {c for c, _ in flagged}
 
 
