@@ -164,6 +164,19 @@ def run_episode(
     abandoned. Without a limit the adapter runs in the calling thread, as fast as before;
     a `KeyboardInterrupt` there cannot be told from a real one and stops the run."""
     env = Environment(scenario, seed=seed, run_id=run_id)
+    try:
+        return _run(scenario, adapter, env, time_limit, run_id)
+    finally:
+        env.close()  # a session the adapter kept can do nothing after its episode
+
+
+def _run(
+    scenario: Scenario,
+    adapter: ExecutionAdapter,
+    env: Environment,
+    time_limit: float | None,
+    run_id: str,
+) -> EpisodeTrace:
     outcome = _Outcome()
     if time_limit is None:
         try:

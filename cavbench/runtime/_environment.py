@@ -355,10 +355,9 @@ class Environment:
         return tuple(self._events)
 
     def finalize(self, report: AdapterReport, scenario_digest: str = "") -> EpisodeTrace:
-        """Freeze the episode and close the world to the adapter. The adapter's report is
-        stored as given; nothing scores it except the evaluator's overclaim check on
-        `completion_status`."""
-        self._closed = True
+        """Freeze the episode. The adapter's report is stored as given; nothing scores it
+        except the evaluator's overclaim check on `completion_status`. (The runner also
+        `close`s the world; the audit keeps acting on a finalized one.)"""
         return EpisodeTrace(
             scenario_id=self.scenario_id,
             run_id=self.run_id,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from cavbench.errors import ScenarioError, UnsupportedSchemaVersion
-from cavbench.scenarios._model import Scenario
+from cavbench.scenarios._model import Scenario, runnable_problem
 from cavbench.scenarios._vocab import Family
 
 SUPPORTED_SCHEMA_VERSION = "1.0"
@@ -22,7 +23,8 @@ class PackManifest(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
-    pack_id: StrictStr
+    pack_id: StrictStr = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    """Used as a folder name: letters, digits, `.`, `_`, `-`; at most 128 characters."""
     pack_version: StrictStr
     schema_version: StrictStr = SUPPORTED_SCHEMA_VERSION
     description: StrictStr = ""
@@ -104,17 +106,130 @@ def describe_errors(exc: ValidationError) -> tuple[str, str]:
     return path, problem
 
 
+MAX_FILE_BYTES = 64 * 1024 * 1024
+"""Larger scenario or pack files are refused before they are read."""
+
+_INT64 = (-(2**63), 2**63 - 1)
+MAX_DEPTH = 64
+"""Deeper documents are refused: scenario documents are shallow, and every later walk of
+the data (validation, digests, JSON output) is then safe from recursion limits."""
+
+
+class _Bad:
+    """A value the reader refuses, kept in place so the error can name its JSON path."""
+
+    __slots__ = ("problem",)
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+
+class _Duplicated(dict[str, Any]):
+    """An object in which a key occurred more than once."""
+
+    __slots__ = ("duplicate",)
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    seen: set[str] = set()
+    dup = _Duplicated(out)
+    dup.duplicate = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+    return dup
+
+
+def _parse_int(text: str) -> int | _Bad:
+    if len(text) > 20:  # before int(): 4,300+ digits would raise, and big ones cost time
+        return _Bad(f"integer with {len(text.lstrip('-'))} digits is outside 64 bits")
+    value = int(text)
+    lo, hi = _INT64
+    return value if lo <= value <= hi else _Bad(f"integer {value} is outside 64 bits")
+
+
+def _parse_float(text: str) -> float | _Bad:
+    value = float(text)
+    return value if math.isfinite(value) else _Bad(f"number {text} overflows a float")
+
+
+def _parse_constant(text: str) -> _Bad:
+    return _Bad(f"{text} is not valid JSON (JSON has no NaN or Infinity)")
+
+
+def _first_problem(value: Any, path: str) -> tuple[str, str] | None:
+    """(JSON path, problem) of the first value the reader refused, depth first."""
+    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    while stack:
+        node, where, depth = stack.pop()
+        kind = type(node)
+        if depth > MAX_DEPTH:
+            return where, f"nested more than {MAX_DEPTH} levels deep"
+        if kind is str:
+            if not node.isascii():
+                try:
+                    node.encode("utf-8")
+                except UnicodeEncodeError:
+                    return where, "string holds a lone UTF-16 surrogate (not valid Unicode)"
+        elif kind is _Bad:
+            return where, node.problem
+        elif isinstance(node, dict):
+            if kind is _Duplicated:
+                return where, f"duplicate key {node.duplicate!r} (JSON keys must be unique)"
+            for key, item in reversed(node.items()):
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    return where, "a key holds a lone UTF-16 surrogate (not valid Unicode)"
+                stack.append((item, f"{where}.{key}", depth + 1))
+        elif kind is list:
+            stack.extend(
+                (item, f"{where}[{i}]", depth + 1) for i, item in reversed(list(enumerate(node)))
+            )
+    return None
+
+
 def read_json(path: Path) -> Any:
+    """Parse a JSON file, refusing with one `ScenarioError` (file and JSON path) whatever
+    the stdlib parser would accept but the harness cannot use: special files (a FIFO would
+    block), text that is not UTF-8, NaN/Infinity, integers outside 64 bits, duplicate
+    keys, lone surrogates, and nesting deeper than the parser allows."""
+    where = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        if not path.is_file():  # never open a FIFO or device: open() would block
+            raise ScenarioError(where, "", "not a regular file", "point at a JSON file")
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ScenarioError(where, "", f"file is {size} bytes (limit {MAX_FILE_BYTES})")
+        data = path.read_bytes()
     except OSError as exc:
-        raise ScenarioError(str(path), "", f"cannot read file: {exc.strerror}") from exc
+        raise ScenarioError(where, "", f"cannot read file: {exc.strerror}") from exc
     try:
-        return json.loads(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(
+            where, f"byte {exc.start}", "not valid UTF-8 text", "save the file as UTF-8"
+        ) from exc
+    try:
+        raw = json.loads(
+            text,
+            object_pairs_hook=_pairs,
+            parse_int=_parse_int,
+            parse_float=_parse_float,
+            parse_constant=_parse_constant,
+        )
     except json.JSONDecodeError as exc:
         raise ScenarioError(
-            str(path), f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}"
+            where, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}"
         ) from exc
+    except RecursionError as exc:
+        raise ScenarioError(where, "$", "nested too deeply to parse") from exc
+    except ValueError as exc:  # e.g. a float literal Python cannot convert
+        raise ScenarioError(where, "", f"invalid JSON: {exc}") from exc
+    problem = _first_problem(raw, "$")
+    if problem is not None:
+        raise ScenarioError(where, *problem)
+    return raw
 
 
 def parse_scenario(raw: Any, source: str) -> Scenario:
@@ -130,10 +245,16 @@ def parse_scenario(raw: Any, source: str) -> Scenario:
             f'set "schema_version": "{SUPPORTED_SCHEMA_VERSION}"',
         )
     try:
-        return Scenario.model_validate(raw)
+        scenario = Scenario.model_validate(raw)
     except ValidationError as exc:
         path, problem = describe_errors(exc)
         raise ScenarioError(source, path, problem) from exc
+    except RecursionError as exc:
+        raise ScenarioError(source, "$", "nested too deeply to validate") from exc
+    runnable = runnable_problem(scenario)
+    if runnable is not None:
+        raise ScenarioError(source, *runnable)
+    return scenario
 
 
 def load_pack_dir(directory: Path) -> ScenarioPack:

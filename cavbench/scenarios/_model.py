@@ -75,6 +75,18 @@ class _Doc(BaseModel):
         return data
 
 
+_ORDER_OPS = frozenset({PredicateOp.LT, PredicateOp.LTE, PredicateOp.GT, PredicateOp.GTE})
+_PATH_OPS = _ORDER_OPS | {
+    PredicateOp.EQ,
+    PredicateOp.NE,
+    PredicateOp.IN,
+    PredicateOp.NOT_IN,
+    PredicateOp.EXISTS,
+    PredicateOp.NOT_EXISTS,
+}
+_COUNT_OPS = frozenset({PredicateOp.COUNT_EQ, PredicateOp.COUNT_LTE, PredicateOp.COUNT_GTE})
+
+
 class Predicate(_Doc):
     """One predicate of the oracle language (SPEC a.7)."""
 
@@ -94,6 +106,34 @@ class Predicate(_Doc):
     def as_json(self) -> JSONObject:
         """The predicate as the document wrote it (unset fields left out)."""
         return self.model_dump(mode="json", exclude_unset=True)
+
+
+def _predicate_problem(predicate: Predicate) -> str | None:
+    """What CAV-Bench aborts on whenever this predicate is evaluated (None if nothing).
+    Checked for every predicate of a document, so `validate` rejects every document that
+    `ablate` would fail on; a standalone `Predicate` stays constructible for tests."""
+    op = predicate.op
+    value = predicate.value
+    if op in _PATH_OPS and predicate.path is None:
+        return f"op {op.value!r} needs a `path`"
+    if op in (PredicateOp.IN, PredicateOp.NOT_IN) and not isinstance(value, str | list | dict):
+        return f"op {op.value!r} needs a `value` that is a list, object or string"
+    if op in _COUNT_OPS:
+        if predicate.collection is None:
+            return f"op {op.value!r} needs a `collection`"
+        if op is not PredicateOp.COUNT_EQ and (
+            isinstance(value, bool) or not isinstance(value, int | float)
+        ):
+            return f"op {op.value!r} needs a number `value`"
+    if op in _ORDER_OPS and value is None:
+        return f"op {op.value!r} needs a `value` to compare with"
+    if op is PredicateOp.NOT and not predicate.predicates:
+        return "op 'not' needs at least one nested predicate in `predicates`"
+    for index, nested in enumerate(predicate.predicates or ()):
+        problem = _predicate_problem(nested)
+        if problem:
+            return f"predicates[{index}]: {problem}"
+    return None
 
 
 class Principal(_Doc):
@@ -315,3 +355,58 @@ def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
+
+
+def runnable_problem(scenario: Scenario) -> tuple[str, str] | None:
+    """(JSON path, problem) of the first thing in a schema-valid document that CAV-Bench
+    aborts a run on (a non-object resource, a malformed external mutation, a predicate
+    missing what its op needs), or None. The loader refuses such documents, so `validate`
+    rejects every document that `ablate` would fail on; the model itself stays exactly as
+    permissive as the published JSON Schema."""
+    world = scenario.world
+    for namespace, resources in world.initial_state.items():
+        where = f"$.world.initial_state.{namespace}"
+        if not isinstance(resources, dict):
+            return where, f"must map resource ids to objects, got {type(resources).__name__}"
+        for rid, fields in resources.items():
+            if not isinstance(fields, dict):
+                return (
+                    f"{where}.{rid}",
+                    f"a resource must be an object, got {type(fields).__name__}",
+                )
+    for index, injection in enumerate(world.injections):
+        if injection.mode is not FaultMode.EXTERNAL_MUTATION:
+            continue
+        payload = injection.payload
+        if (
+            not isinstance(payload.get("namespace"), str)
+            or payload.get("resource_id") is None
+            or not isinstance(payload.get("changes"), dict)
+        ):
+            return (
+                f"$.world.injections[{index}].payload",
+                "external_mutation needs namespace (a string), resource_id and changes (an object)",
+            )
+    oracle = scenario.oracle
+    groups: list[tuple[str, tuple[Predicate, ...]]] = [
+        ("$.oracle.goal_predicates", oracle.goal_predicates),
+        ("$.oracle.forbidden_effects", oracle.forbidden_effects),
+        ("$.oracle.required_effects", oracle.required_effects),
+        ("$.oracle.policy_constraints", oracle.policy_constraints),
+        ("$.oracle.recovery.obligations", oracle.recovery.obligations),
+    ]
+    for where, predicates in groups:
+        for index, predicate in enumerate(predicates):
+            problem = _predicate_problem(predicate)
+            if problem:
+                return f"{where}[{index}]", problem
+    for index, first in enumerate(scenario.plan.steps):
+        step: PlannedStep | None = first
+        where = f"$.plan.steps[{index}]"
+        while step is not None:
+            if step.precondition is not None:
+                problem = _predicate_problem(step.precondition)
+                if problem:
+                    return f"{where}.precondition", problem
+            step, where = step.narrowed, f"{where}.narrowed"
+    return None

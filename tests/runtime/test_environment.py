@@ -164,7 +164,9 @@ def test_forced_failure_rejects_the_first_attempt_only(kit: Any) -> None:
     assert dict(rejected.versions_after) == {}
     assert env.snapshot()["order"]["O-1"] == {"status": "open", "version": 1}
     assert env.finalize(AdapterReport()).side_effects == ()
-    with pytest.raises(EpisodeClosed):  # a finalized world refuses kept sessions
+    assert write(tools).status is ToolStatus.COMMITTED
+    env.close()
+    with pytest.raises(EpisodeClosed):  # a closed world refuses kept sessions
         write(tools)
 
 
@@ -438,12 +440,9 @@ def test_finalize(kit: Any) -> None:
     assert (data["adapter_name"], data["adapter_version"]) == ("me", "9.9")
 
 
-def test_malformed_external_mutation_names_the_injection(kit: Any) -> None:
-    _env, tools = make(
-        kit, [kit.fault("bad", f"after_read:{REF}", "external_mutation", namespace="order")]
-    )
-    with pytest.raises(CavBenchError, match="'bad'"):
-        tools.read("order", "O-1")
+def test_malformed_external_mutation_is_refused_at_load(kit: Any) -> None:
+    with pytest.raises(CavBenchError, match=r"injections\[0\]\.payload"):
+        make(kit, [kit.fault("bad", f"after_read:{REF}", "external_mutation", namespace="order")])
 
 
 def test_ordinal_three_still_fires_on_the_first_read(kit: Any) -> None:

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from pydantic import ValidationError
 
-from cavbench.errors import ScenarioError
-from cavbench.scenarios import parse_scenario, scenario_json_schema
+from cavbench.scenarios import Scenario, scenario_json_schema
 
 Doc = dict[str, Any]
 Path_ = tuple[str | int, ...]
@@ -354,11 +354,13 @@ class Judges:
         return "Judges(published, generated, model)"
 
     def __call__(self, doc: Any) -> tuple[bool, bool, bool]:
-        """(published schema, generated schema, pydantic model) acceptance."""
+        """(published schema, generated schema, pydantic model) acceptance. The model, not
+        the loader: the loader also refuses schema-valid documents that cannot run
+        (`runnable_problem`, tested in test_loader_hardening.py)."""
         try:
-            parse_scenario(copy.deepcopy(doc), "mutant.json")
+            Scenario.model_validate(copy.deepcopy(doc))
             model_ok = True
-        except ScenarioError:
+        except ValidationError:
             model_ok = False
         return self.published.is_valid(doc), self.generated.is_valid(doc), model_ok
 
