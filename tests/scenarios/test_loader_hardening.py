@@ -140,7 +140,7 @@ def test_a_malformed_external_mutation_is_refused(tmp_path: Path, kit: Any) -> N
 def test_pack_ids_that_cannot_be_folder_names_are_refused(
     tmp_path: Path, kit: Any, pack_id: str
 ) -> None:
-    with pytest.raises(ScenarioError, match="pack.json"):
+    with pytest.raises(ScenarioError, match=r"pack\.json"):
         load_pack_dir(_pack(tmp_path, kit.doc(), {"pack_id": pack_id, "pack_version": "1"}))
 
 
