@@ -20,6 +20,7 @@ import orjson
 from cavbench.errors import CavBenchError
 from cavbench.evaluation import RateCounts, ScoringRule, summarize
 from cavbench.provenance import environment_facts
+from cavbench.redaction import current_redactor, redact_text
 from cavbench.runner import Episode
 from cavbench.scenarios import ScenarioPack
 from cavbench.trace import EpisodeTrace
@@ -42,13 +43,16 @@ class RunInfo:
 
 
 def _dump(data: Any) -> str:
-    return json.dumps(data, sort_keys=True, indent=2) + "\n"
+    return redact_text(json.dumps(data, sort_keys=True, indent=2) + "\n")
 
 
 def _line(record: Any) -> bytes:
-    """One JSON line. Key order is the records' own fixed order, so output is deterministic
-    without sorting. orjson because encoding is most of the cost of writing a run."""
-    return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+    """One JSON line, secrets scrubbed. Key order is the records' own fixed order, so output
+    is deterministic without sorting. orjson because encoding is most of the cost of
+    writing a run."""
+    line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+    redactor = current_redactor()
+    return redactor.text(line.decode("utf-8")).encode("utf-8") if redactor.active else line
 
 
 def _replace_dir(tmp: Path, final: Path) -> None:

@@ -4,7 +4,6 @@ session, the trace frozen, then scored. Also replay: re-score a recorded trace."
 from __future__ import annotations
 
 import gc
-import re
 import threading
 import traceback
 from collections.abc import Iterable, Iterator, Sequence
@@ -15,19 +14,16 @@ from enum import Enum
 from cavbench.adapters import AdapterResult, ExecutionAdapter
 from cavbench.errors import SelectionError
 from cavbench.evaluation import ScoringRule, Verdict, evaluate
+from cavbench.redaction import redact, safe_text
 from cavbench.runtime import Environment
 from cavbench.scenarios import Family, Scenario, ScenarioPack
 from cavbench.trace import (
-    JSON,
     AdapterReport,
     CompletionStatus,
     EpisodeStatus,
     EpisodeTrace,
     JSONObject,
 )
-
-_SECRET_MARKERS = ("token", "secret", "password", "credential", "authorization", "api_key")
-REDACTED = "[REDACTED]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,50 +37,24 @@ class Episode:
     verdict: Verdict
 
 
-_SECRET = re.compile("|".join(_SECRET_MARKERS), re.IGNORECASE)
-
-
-def _secret(key: str) -> bool:
-    return _SECRET.search(key) is not None
-
-
-_JSON_SCALARS = (str, int, float, bool, type(None))
-
-
-def redact(value: object) -> JSON:
-    """A JSON-safe copy of untrusted report data with values under secret-looking keys
-    replaced (CAV-Bench copied reports verbatim, secrets included). Non-string keys become
-    strings; sets, tuples and other objects become lists or their `repr`."""
-    if isinstance(value, _JSON_SCALARS):
-        return value
-    if isinstance(value, dict):
-        out: dict[str, JSON] = {}
-        for key, item in value.items():
-            name = key if isinstance(key, str) else repr(key)
-            out[name] = REDACTED if _secret(name) else redact(item)
-        return out
-    if isinstance(value, list | tuple):
-        if all(type(v) is str for v in value):  # the common case: a list of notes
-            return list(value)
-        return [redact(v) for v in value]
-    if isinstance(value, set | frozenset):
-        return sorted((redact(v) for v in value), key=repr)
-    return repr(value)[:200]
+def _attr(adapter: object, name: str, default: str) -> str:
+    """An adapter's `name` or `version` as writable text, whatever the attribute does."""
+    try:
+        return safe_text(str(getattr(adapter, name, default)))
+    except Exception:
+        return default
 
 
 def _report(adapter: ExecutionAdapter, result: object) -> AdapterReport:
     """Turn whatever the adapter returned into a report record, trusting none of it."""
-    name, version = (
-        str(getattr(adapter, "name", "unknown")),
-        str(getattr(adapter, "version", "0.0.0")),
-    )
+    name, version = _attr(adapter, "name", "unknown"), _attr(adapter, "version", "0.0.0")
     if not isinstance(result, AdapterResult):
         return AdapterReport(
             name,
             version,
             "",
             CompletionStatus.SUCCESS.value,
-            {"invalid_result": repr(result)[:200]},
+            {"invalid_result": redact(result)},
         )
     status = result.completion_status
     metadata = result.metadata if isinstance(result.metadata, dict) else {}
@@ -94,8 +64,8 @@ def _report(adapter: ExecutionAdapter, result: object) -> AdapterReport:
     return AdapterReport(
         adapter_name=name,
         adapter_version=version,
-        final_message=str(result.final_message),
-        completion_status=status.value if isinstance(status, Enum) else str(status),
+        final_message=safe_text(str(result.final_message)),
+        completion_status=safe_text(status.value if isinstance(status, Enum) else str(status)),
         metadata=cleaned if isinstance(cleaned, dict) else {},
     )
 
@@ -111,15 +81,15 @@ def _describe(exc: BaseException) -> str:
 
 def _format_traceback(exc: BaseException) -> str:
     try:
-        return "".join(traceback.format_exception(exc))
+        return safe_text("".join(traceback.format_exception(exc)))
     except BaseException:
         return _describe(exc)
 
 
 def _failed_report(adapter: ExecutionAdapter) -> AdapterReport:
     return AdapterReport(
-        str(getattr(adapter, "name", "unknown")),
-        str(getattr(adapter, "version", "0.0.0")),
+        _attr(adapter, "name", "unknown"),
+        _attr(adapter, "version", "0.0.0"),
         "",
         CompletionStatus.FAILED.value,
     )
@@ -297,7 +267,7 @@ def iter_episodes(
     time_limit: float | None = None,
 ) -> Iterable[Episode]:
     rule = ScoringRule(rule)
-    name = str(getattr(adapter, "name", "unknown"))
+    name = _attr(adapter, "name", "unknown")
     for scenario in scenarios:
         trace = run_episode(
             scenario,

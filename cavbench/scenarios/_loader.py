@@ -128,6 +128,7 @@ class _Duplicated(dict[str, Any]):
     """An object in which a key occurred more than once."""
 
     __slots__ = ("duplicate",)
+    duplicate: str
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -174,7 +175,7 @@ def _first_problem(value: Any, path: str) -> tuple[str, str] | None:
         elif kind is _Bad:
             return where, node.problem
         elif isinstance(node, dict):
-            if kind is _Duplicated:
+            if isinstance(node, _Duplicated):
                 return where, f"duplicate key {node.duplicate!r} (JSON keys must be unique)"
             for key, item in reversed(node.items()):
                 try:

@@ -31,6 +31,7 @@ from tqdm import tqdm
 from cavbench.adapters import ExecutionAdapter
 from cavbench.errors import ConfigError
 from cavbench.evaluation import ScoringRule, evaluate
+from cavbench.redaction import redact_text
 from cavbench.runner import relaxed_gc, run_episode, select
 from cavbench.scenarios import Scenario, load_pack
 from cavbench.study._cell import CellKeys, cell_keys, config_hash, job_config
@@ -248,7 +249,7 @@ def run_cell(cfg: DictConfig) -> CellResult:
         manifest = _run(plan, manifest)
     except Exception:
         text = traceback.format_exc()
-        (directory / TRACEBACK_NAME).write_text(text, encoding="utf-8")
+        (directory / TRACEBACK_NAME).write_text(redact_text(text), encoding="utf-8")
         write_manifest(
             directory, manifest.model_copy(update={"status": CellStatus.FAILED, "error": text})
         )

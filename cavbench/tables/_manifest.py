@@ -15,6 +15,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
+from cavbench.redaction import redact_text
 from cavbench.tables._errors import TableError
 from cavbench.tables._io import replace_atomically
 from cavbench.tables._schema import SCHEMA_VERSION
@@ -146,7 +147,9 @@ class SweepManifest(_Record):
 def write_manifest(directory: Path, manifest: CellManifest | SweepManifest) -> Path:
     """Write `directory/manifest.json` atomically (indent 2, sorted keys)."""
     path = directory / MANIFEST_NAME
-    text = json.dumps(manifest.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+    text = redact_text(
+        json.dumps(manifest.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+    )
     replace_atomically(path, text.encode("utf-8"))
     return path
 

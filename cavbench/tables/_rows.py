@@ -15,6 +15,7 @@ import orjson
 import pyarrow as pa
 
 from cavbench.evaluation import ALL_DIMENSIONS, DimensionStatus, Finding, Verdict
+from cavbench.redaction import Redactor, current_redactor
 from cavbench.tables._io import build_table
 from cavbench.tables._schema import PARTITION_KEYS, Table, schema_for
 from cavbench.trace import JSON, EpisodeTrace
@@ -232,11 +233,32 @@ class CellTables:
             self.n_errors += 1
 
     def build(self) -> dict[Table, pa.Table]:
-        """One Arrow table per table, in the declared schemas."""
+        """One Arrow table per table, in the declared schemas, secrets scrubbed."""
+        redactor = current_redactor()
         return {
-            table: build_table(table, columns, self.context.factors)
+            table: build_table(
+                table,
+                _scrubbed(columns, redactor) if redactor.active else columns,
+                self.context.factors,
+            )
             for table, columns in self._columns.items()
         }
+
+
+def _scrubbed(columns: Mapping[str, list[Any]], redactor: Redactor) -> dict[str, list[Any]]:
+    """Every text cell (JSON payloads included) with secret values replaced."""
+    text = redactor.text
+    out: dict[str, list[Any]] = {}
+    for name, values in columns.items():
+        out[name] = [
+            text(v)
+            if type(v) is str
+            else [text(x) if type(x) is str else x for x in v]
+            if type(v) is list
+            else v
+            for v in values
+        ]
+    return out
 
 
 def rebuild_trace(

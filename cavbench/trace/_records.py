@@ -243,7 +243,7 @@ class EpisodeTrace:
         for event in reversed(self.events):
             if event.event_type is EventType.RUN_ERROR:
                 try:
-                    return EpisodeStatus(event.metadata.get("status", "adapter_error"))
+                    return EpisodeStatus(str(event.metadata.get("status", "adapter_error")))
                 except ValueError:
                     return EpisodeStatus.ADAPTER_ERROR
         return EpisodeStatus.COMPLETED
