@@ -148,7 +148,7 @@ class BaselineAdapter:
     # -- plan control -------------------------------------------------------------------
     @staticmethod
     def _triggered(ep: _Episode, step: PlannedStep) -> bool:
-        if step.depends_on is None:
+        if not step.depends_on:  # CAV-Bench: an empty string is no dependency
             return True
         status = ep.statuses.get(step.depends_on)
         match step.trigger:

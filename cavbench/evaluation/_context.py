@@ -5,9 +5,30 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from cavbench.trace import EpisodeTrace
+from cavbench.trace import EpisodeTrace, EventType, TraceEvent
 
 _KEYS = ("state", "side_effects", "events")
+
+# Events CAV-Bench records without arguments (its `args` is null, ours an empty object),
+# and the clarification it records without a tool name: predicates see its form.
+_NO_ARGS = frozenset(
+    {
+        EventType.USER_INPUT,
+        EventType.EXTERNAL_MUTATION,
+        EventType.FAULT,
+        EventType.CLARIFICATION,
+        EventType.RUN_ERROR,
+    }
+)
+
+
+def _as_reference_event(event: TraceEvent) -> dict[str, Any]:
+    data = event.as_json()
+    if event.event_type in _NO_ARGS:
+        data["args"] = None
+        if event.event_type is EventType.CLARIFICATION:
+            data["tool_name"] = None
+    return data
 
 
 class EvidenceContext(Mapping[str, Any]):
@@ -28,7 +49,7 @@ class EvidenceContext(Mapping[str, Any]):
         if key == "side_effects":
             value: Any = [row.as_json() for row in self._trace.side_effects]
         elif key == "events":
-            value = [event.as_json() for event in self._trace.events]
+            value = [_as_reference_event(event) for event in self._trace.events]
         else:
             raise KeyError(key)
         self._cache[key] = value

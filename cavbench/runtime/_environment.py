@@ -161,9 +161,12 @@ class Environment:
                 metadata={"changes": copy_json(changes)},
             )
         elif injection.mode in (FaultMode.DOWNSTREAM_FAILURE, FaultMode.COMPENSATION_FAILURE):
+            # CAV-Bench: a falsy affects_step ("", 0) falls back to the hook's step; any
+            # other non-string (a number) targets no step, but the fault is still recorded.
             target = payload.get("affects_step")
-            step = target if isinstance(target, str) else injection.hook.partition(":")[2]
-            self._forced_failures[step] = injection.mode.value
+            step = target if target else injection.hook.partition(":")[2]
+            if isinstance(step, str):
+                self._forced_failures[step] = injection.mode.value
             self._record(
                 EventType.FAULT,
                 fault_id=injection.fault_id,

@@ -33,8 +33,11 @@ class FaultScheduler:
         pending = self._by_hook.pop(hook, None)
         if pending is None:
             return []
-        due = [i for i in pending if i.fault_id not in self._fired]
-        self._fired.extend(i.fault_id for i in due)
+        due = []
+        for injection in pending:  # one fault id fires once, even if listed twice on a hook
+            if injection.fault_id not in self._fired:
+                self._fired.append(injection.fault_id)
+                due.append(injection)
         return due
 
     @property

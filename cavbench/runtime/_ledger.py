@@ -28,9 +28,10 @@ class Ledger:
         payload: JSONObject,
         compensation_for: str | None = None,
     ) -> LedgerRow:
+        number = self._counter  # eff-0 first, as CAV-Bench numbers them
         self._counter += 1
         return LedgerRow(
-            effect_id=f"eff-{self._counter}",
+            effect_id=f"eff-{number}",
             seq=seq,
             effect_type=effect_type,
             logical_operation_id=logical_operation_id,

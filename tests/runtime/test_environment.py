@@ -110,10 +110,10 @@ def test_successful_commit(kit: Any) -> None:
     assert commit.response_status == "COMMITTED"
     assert dict(commit.versions_before) == {REF: 1}
     assert dict(commit.versions_after) == {REF: 2}
-    assert commit.metadata == {"effect_id": "eff-1", "effect_type": "cancel_order"}
+    assert commit.metadata == {"effect_id": "eff-0", "effect_type": "cancel_order"}
     trace = env.finalize(AdapterReport())
     (row,) = trace.side_effects
-    assert row.effect_id == "eff-1"
+    assert row.effect_id == "eff-0"
     assert row.seq == commit.seq
     assert row.effect_type == "cancel_order"
     assert (row.logical_operation_id, row.idempotency_key) == ("op-1", "T-01:op-1:w1")
@@ -297,7 +297,7 @@ def test_status_check_event(kit: Any) -> None:
         assert event.tool_name == "get_operation_status"
         assert event.args == {"idempotency_key": key}
         assert event.idempotency_key == key
-    assert (hit.response_status, hit.metadata) == ("COMMITTED", {"effect_id": "eff-1"})
+    assert (hit.response_status, hit.metadata) == ("COMMITTED", {"effect_id": "eff-0"})
     assert (miss.response_status, miss.metadata) == ("NOT_FOUND", {})
 
 
@@ -323,10 +323,10 @@ def test_escalation_dedup_two_events_one_row(kit: Any) -> None:
         assert event.resource_refs == ("case:T-01",)
         assert event.logical_operation_id == "L"
         assert event.response_status == "CREATED"
-    assert e1.metadata == {"effect_id": "eff-1"}
-    assert e2.metadata == {"effect_id": "eff-2"}  # the row built, even though deduplicated
+    assert e1.metadata == {"effect_id": "eff-0"}
+    assert e2.metadata == {"effect_id": "eff-1"}  # the row built, even though deduplicated
     (row,) = env.finalize(AdapterReport()).side_effects
-    assert (row.effect_id, row.effect_type, row.idempotency_key) == ("eff-1", "escalate_case", "L")
+    assert (row.effect_id, row.effect_type, row.idempotency_key) == ("eff-0", "escalate_case", "L")
     assert (row.resource_ref, row.payload, row.seq) == ("case:T-01", {"reason": "first reason"}, 1)
 
 

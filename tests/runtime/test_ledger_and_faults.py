@@ -50,13 +50,13 @@ def test_keyless_rows_always_append() -> None:
 
 def test_effect_ids_count_every_built_row() -> None:
     ledger = Ledger()
-    ledger.append(row(ledger, "k"))  # eff-1
-    ledger.append(row(ledger, "k"))  # eff-2, deduplicated
-    unused = row(ledger, "other")  # eff-3, never appended
-    kept, _ = ledger.append(row(ledger, "new"))  # eff-4
-    assert unused.effect_id == "eff-3"
-    assert [r.effect_id for r in ledger.rows] == ["eff-1", "eff-4"]
-    assert kept.effect_id == "eff-4"
+    ledger.append(row(ledger, "k"))  # eff-0
+    ledger.append(row(ledger, "k"))  # eff-1, deduplicated
+    unused = row(ledger, "other")  # eff-2, never appended
+    kept, _ = ledger.append(row(ledger, "new"))  # eff-3
+    assert unused.effect_id == "eff-2"
+    assert [r.effect_id for r in ledger.rows] == ["eff-0", "eff-3"]
+    assert kept.effect_id == "eff-3"
 
 
 @given(keys=st.lists(st.sampled_from([None, "", "a", "b", "c"]), max_size=12))
@@ -64,7 +64,7 @@ def test_ledger_rows_equal_a_model(keys: list[str | None]) -> None:
     ledger = Ledger()
     seen: set[str] = set()
     expected: list[str] = []
-    for n, key in enumerate(keys, start=1):
+    for n, key in enumerate(keys):
         ledger.append(row(ledger, key))
         if key and key in seen:
             continue

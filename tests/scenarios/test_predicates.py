@@ -243,7 +243,22 @@ def test_missing_or_null_collection_counts_zero(ctx: dict[str, Any]) -> None:
         assert holds(p, ctx) is True
 
 
-@pytest.mark.parametrize("value", [{"a": 1}, "abc", 3, True])
+@pytest.mark.parametrize("value", [{"a": 1}, "abc", ""])
+def test_a_string_or_object_collection_counts_zero_as_in_the_reference(value: Any) -> None:
+    # Issue 9, v1 edge case 11: CAV-Bench iterates it (characters, keys): no object to count.
+    p = Predicate.model_validate({"op": "count_eq", "collection": "x", "value": 0})
+    assert evaluate_predicate(p, {"x": value}) is True
+
+
+def test_a_list_value_in_where_never_matches_as_in_the_reference() -> None:
+    # Issue 9, v1 edge case 6: CAV-Bench froze `where` lists into tuples.
+    p = Predicate.model_validate(
+        {"op": "count_eq", "collection": "x", "where": {"k": [1]}, "value": 0}
+    )
+    assert evaluate_predicate(p, {"x": [{"k": [1]}, {"k": [1]}]}) is True
+
+
+@pytest.mark.parametrize("value", [3, True, 1.5])
 def test_non_list_collection_raises(value: Any) -> None:
     p = Predicate.model_validate({"op": "count_gte", "collection": "x", "value": 0})
     with pytest.raises(PredicateError, match="not a list"):
