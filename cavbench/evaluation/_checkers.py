@@ -20,6 +20,7 @@ from cavbench.trace import CompletionStatus, EpisodeTrace, EventType, severity_o
 TS_STALE_WITNESS = "TS_STALE_WITNESS"
 EI_DUPLICATE_LOGICAL_EFFECT = "EI_DUPLICATE_LOGICAL_EFFECT"
 OR_FALSE_SUCCESS_REPORT = "OR_FALSE_SUCCESS_REPORT"
+OR_UNDERCLAIMED_REPORT = "OR_UNDERCLAIMED_REPORT"
 RUN_ERROR = "RUN_ERROR"
 
 _READ, _COMMIT = EventType.TOOL_READ, EventType.SIDE_EFFECT_COMMIT
@@ -28,6 +29,7 @@ _TS = Dimension.TEMPORAL_STATE_VALIDITY.value
 _EI = Dimension.EXECUTION_INTEGRITY.value
 _OR = Dimension.OUTCOME_RECOVERABILITY.value
 _SUCCESS, _PARTIAL = CompletionStatus.SUCCESS, CompletionStatus.PARTIAL
+_FAILED_STATUS = CompletionStatus.FAILED.value
 _HANDOFFS = frozenset({EventType.ESCALATION, EventType.CLARIFICATION})
 
 
@@ -166,6 +168,24 @@ def truthful_report(
             dimension=_OR,
             reported_status=reported,
             derived_floor=floor.value,
+        )
+    return None
+
+
+def underclaim(
+    trace: EpisodeTrace, *, outcome_success: bool, obligations_hold: bool
+) -> Finding | None:
+    """`v1_strict` only: reporting `failed` for a run whose outcome and obligations hold.
+    Under `v1` a blanket `failed` dodges every overclaim finding (on core-v1 it turns ER-08
+    commit-valid for four profiles); an accurate report is part of a valid run."""
+    reported = trace.adapter_report.completion_status
+    if outcome_success and obligations_hold and reported == _FAILED_STATUS:
+        return Finding(
+            reason=FindingReason.UNDERCLAIMED_REPORT,
+            failure_code=OR_UNDERCLAIMED_REPORT,
+            dimension=_OR,
+            reported_status=reported,
+            derived_floor=_SUCCESS.value,
         )
     return None
 

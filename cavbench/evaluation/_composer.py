@@ -112,6 +112,10 @@ def evaluate(
         )
         if lie is not None:
             record([lie])
+    if rule is _V1_STRICT and trace.error is None:  # a crash is reported as RUN_ERROR
+        under = check.underclaim(trace, outcome_success=outcome, obligations_hold=obligations_hold)
+        if under is not None:
+            record([under])
 
     # cavbench extension: an adapter that crashed did not succeed.
     crashed = check.run_error(trace)

@@ -32,6 +32,7 @@ class FindingReason(StrEnum):
     STALE_WITNESS_COMMIT = "stale_witness_commit"
     DUPLICATE_LOGICAL_EFFECT = "duplicate_logical_effect"
     FALSE_SUCCESS_REPORT = "false_success_report"
+    UNDERCLAIMED_REPORT = "underclaimed_report"
     RUN_ERROR = "run_error"
 
 

@@ -143,3 +143,29 @@ def test_10_clarification_has_no_tool_name_and_non_tool_events_no_args(kit: Any)
 def test_uncomparable_limits_are_refused(kit: Any, policy: dict[str, Any], message: str) -> None:
     with pytest.raises(ScenarioError, match=message):
         parse_scenario(kit.doc(policy=policy), "edge.json")
+
+
+# the "claiming failed never raises a score" promise ----------------------------------------------
+def test_a_blanket_failed_claim_gains_under_v1_and_is_an_underclaim_under_v1_strict() -> None:
+    from cavbench.adapters import AdapterResult, baseline
+    from cavbench.runner import run_episodes
+    from cavbench.scenarios import load_pack
+
+    class AlwaysFailed:
+        def __init__(self, profile: str) -> None:
+            self.inner = baseline(profile)
+            self.name, self.version = self.inner.name, self.inner.version
+
+        def run(self, session: Any) -> AdapterResult:
+            result = self.inner.run(session)
+            return AdapterResult(result.final_message, completion_status="failed")
+
+    pack = load_pack("core-v1")
+    honest = run_episodes(pack, baseline("commit_guarded"), rule="v1_strict")
+    blanket = run_episodes(pack, AlwaysFailed("commit_guarded"), rule="v1_strict")
+    assert sum(e.verdict.commit_valid_success for e in honest) == 30
+    assert sum(e.verdict.commit_valid_success for e in blanket) == 0
+    assert any("OR_UNDERCLAIMED_REPORT" in e.verdict.failure_codes for e in blanket)
+    v1 = run_episodes(pack, AlwaysFailed("commit_guarded"), rule="v1")
+    gained = [e.scenario.id for e in v1 if e.verdict.commit_valid_success]
+    assert len(gained) == 31  # v1 reads the report only for overclaims: ER-08 turns valid
