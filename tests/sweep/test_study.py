@@ -72,6 +72,38 @@ def test_the_ablation_gives_the_headline_counts(tmp_path: Path) -> None:
     assert {d.field for d in strict.differences} >= {"dimension:temporal_state_validity"}
 
 
+def test_a_contaminating_adapter_first_leaves_the_headline_unchanged(tmp_path: Path) -> None:
+    # Issue 9: it empties the plan's writes with dict.clear and the faults through private
+    # attributes, in the same process and on the same cached pack as the baselines after it.
+    run_cell(
+        compose(
+            [
+                "experiment=ablation",
+                "profile=direct",
+                "adapter.name=contaminating",
+                "adapter.factory._target_=tests.sweep.adapters.contaminating",
+                f"output.root={tmp_path}",
+                "output.progress=false",
+            ]
+        )
+    )
+    for cfg in _ablation(tmp_path):
+        run_cell(cfg)
+    sweep = tmp_path / "ablation"
+    episodes = pl.concat(
+        [pl.read_parquet(d / "episodes.parquet") for d in cell_dirs(sweep)], how="vertical"
+    )
+    baselines = episodes.filter(pl.col("adapter") == "baseline")
+    counts = baselines.group_by("profile").agg(
+        pl.col("outcome_success").sum(),
+        pl.col("policy_aware_outcome_success").sum(),
+        pl.col("commit_valid_success").sum(),
+    )
+    assert {r[0]: tuple(r[1:]) for r in counts.iter_rows()} == HEADLINE
+    flagged = {d.cell for d in recompute(sweep).differences if d.field == "scenario_digest"}
+    assert flagged == {c for c in episodes["cell"].unique() if "contaminating" in c}
+
+
 def _run_all(configs: list[DictConfig]) -> None:
     for cfg in configs:
         run_cell(cfg)
