@@ -61,16 +61,28 @@ class Environment:
         "seed",
     )
 
-    def __init__(self, scenario: Scenario, *, seed: int = 0, run_id: str = "") -> None:
+    def __init__(
+        self, scenario: Scenario, *, seed: int = 0, run_id: str = "", isolate: bool = True
+    ) -> None:
         # Everything the adapter can reach from its session (the view, and through the
         # facade this object) is this episode's own copy; the pack's scenario is not kept
         # here, so no attribute path leads back to it (see `scenarios._isolation`).
+        # `isolate=False` shares the pack's originals: only for code that never edits
+        # them and never reaches past the facade (the baseline engine; see the runner).
         self.scenario_id = scenario.id
         self.seed = seed
         self.run_id = run_id
-        self._view = deep_copy(scenario.view())
-        self._initial = deep_copy(scenario.world.initial_state)
-        self._injections: tuple[Injection, ...] = deep_copy(scenario.world.injections)
+        world = scenario.world
+        if isolate:
+            self._view = deep_copy(scenario.view())
+            self._initial = deep_copy(world.initial_state)
+            self._injections: tuple[Injection, ...] = deep_copy(world.injections)
+        else:
+            self._view, self._initial, self._injections = (
+                scenario.view(),
+                world.initial_state,
+                world.injections,
+            )
         self._closed = False
         self._state = StateStore(self._initial, source=f"{scenario.id}: world.initial_state")
         self._ledger = Ledger()
@@ -109,6 +121,8 @@ class Environment:
         """The digest of the scenario as this episode ran it: `scenario.digest` when the
         episode's copies still equal the pack's originals, else the copies' own digest.
         The caller passes the pack's scenario (this object never holds it)."""
+        if self._view is scenario.view():  # not isolated: nothing untrusted held them
+            return scenario.digest
         if (
             self._view == scenario.view()
             and self._initial == scenario.world.initial_state

@@ -167,9 +167,14 @@ class ToolFacade:
         self._world = world
 
     def read(self, namespace: str, resource_id: str, tool_name: str | None = None) -> ToolResult:
-        _require(namespace, "read: namespace", str)
-        _require(tool_name, "read: tool_name", str, type(None))
-        _check_json(str(resource_id), "read: resource_id")
+        if type(namespace) is not str or not namespace.isascii():
+            _require(namespace, "read: namespace", str)
+            _check_json(namespace, "read: namespace")
+        if tool_name is not None:
+            _require(tool_name, "read: tool_name", str)
+            _check_json(tool_name, "read: tool_name")
+        if type(resource_id) is not str or not resource_id.isascii():
+            _check_json(str(resource_id), "read: resource_id")
         name = tool_name or READ_TOOLS.get(namespace) or f"get_{namespace}"
         value = self._world.read(namespace, str(resource_id), name)
         return ToolResult(ToolStatus.OK, data=value)
@@ -189,24 +194,37 @@ class ToolFacade:
         compensation_for: str | None = None,
     ) -> ToolResult:
         # Whatever reaches the world is recorded in typed tables: refuse what cannot be.
-        for where, value in (
-            ("step_id", step_id),
-            ("tool_name", tool_name),
-            ("namespace", namespace),
+        # One cheap test for the common case; the detailed checks name the culprit.
+        if not (
+            type(step_id) is str
+            and type(tool_name) is str
+            and type(namespace) is str
+            and type(logical_operation_id) is str
+            and (idempotency_key is None or type(idempotency_key) is str)
+            and (compensation_for is None or type(compensation_for) is str)
+            and (expected_version is None or type(expected_version) is int)
+            and (step_id + tool_name + namespace + logical_operation_id).isascii()
+            and (idempotency_key is None or idempotency_key.isascii())
         ):
-            _require(value, f"write: {where}", str)
-        _require(logical_operation_id, "write: logical_operation_id", str)
-        _require(idempotency_key, "write: idempotency_key", str, type(None))
-        _require(compensation_for, "write: compensation_for", str, type(None))
-        _require(expected_version, "write: expected_version", int, type(None))
+            for where, value in (
+                ("step_id", step_id),
+                ("tool_name", tool_name),
+                ("namespace", namespace),
+                ("logical_operation_id", logical_operation_id),
+            ):
+                _require(value, f"write: {where}", str)
+            _require(idempotency_key, "write: idempotency_key", str, type(None))
+            _require(compensation_for, "write: compensation_for", str, type(None))
+            _require(expected_version, "write: expected_version", int, type(None))
+            ids = [step_id, tool_name, namespace, logical_operation_id, idempotency_key]
+            _check_json([*ids, compensation_for, expected_version], "write")
         if not isinstance(changes, Mapping):
             raise ToolCallError(f"write: changes must be an object, got {type(changes).__name__}")
         _check_json(changes, "write: changes")
-        _check_json(args or {}, "write: args")
-        _check_json(str(resource_id), "write: resource_id")
-        _check_json([step_id, tool_name, namespace, logical_operation_id, idempotency_key], "write")
-        if expected_version is not None:
-            _check_json(expected_version, "write: expected_version")
+        if args:
+            _check_json(args, "write: args")
+        if type(resource_id) is not str or not resource_id.isascii():
+            _check_json(str(resource_id), "write: resource_id")
         outcome = self._world.commit(
             step_id=step_id,
             tool_name=tool_name,

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import types
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from typing import Any
@@ -38,10 +40,48 @@ def _copy_dict(value: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _immutable(annotation: Any) -> bool:
+    """Whether every value a field so annotated can hold is immutable (str, numbers, enum
+    members, None, tuples of those): such fields are shared, not copied."""
+    if annotation in (str, int, float, bool, type(None)):
+        return True
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return True
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _immutable(args[0])
+    if origin is typing.Literal:
+        return True
+    if origin in (typing.Union, types.UnionType, tuple):
+        return all(a is Ellipsis or _immutable(a) for a in args)
+    return False
+
+
+_MUTABLE_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _mutable_fields(kind: type[BaseModel]) -> tuple[str, ...]:
+    fields = _MUTABLE_FIELDS.get(kind)
+    if fields is None:
+        fields = tuple(
+            name for name, info in kind.model_fields.items() if not _immutable(info.annotation)
+        )
+        _MUTABLE_FIELDS[kind] = fields
+    return fields
+
+
 def _copy_model(value: BaseModel) -> BaseModel:
-    # What `model_copy(deep=True)` does, without `copy.deepcopy`'s memo (5-10x faster).
-    copy = _new(type(value))
-    _set(copy, "__dict__", _copy_dict(value.__dict__))
+    # What `model_copy(deep=True)` does, without `copy.deepcopy`'s memo, and visiting only
+    # the fields whose type can hold something mutable (5-10x faster).
+    kind = type(value)
+    data = value.__dict__.copy()
+    for name in _mutable_fields(kind):
+        item = data.get(name)
+        if item is not None and type(item) not in _SHARED:
+            data[name] = deep_copy(item)
+    copy = _new(kind)
+    _set(copy, "__dict__", data)
     _set(copy, "__pydantic_fields_set__", set(value.__pydantic_fields_set__))
     _set(copy, "__pydantic_extra__", None)
     _set(copy, "__pydantic_private__", None)

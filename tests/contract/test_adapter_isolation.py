@@ -211,3 +211,22 @@ def test_statuses_are_the_shared_vocabulary() -> None:
     pack = load_pack("core-v1")
     statuses = Counter(e.trace.status for e in run_episodes(pack, baseline("direct")))
     assert statuses == {EpisodeStatus.COMPLETED: 40}
+
+
+def test_a_baseline_impostor_subclass_is_isolated_like_any_adapter() -> None:
+    from cavbench.adapters import BaselineAdapter
+
+    class Impostor(BaselineAdapter):
+        def run(self, session: AdapterSession) -> AdapterResult:
+            for step in session.scenario.plan.steps:
+                dict.clear(step.changes)
+            return super().run(session)
+
+    pack = load_pack("core-v1")
+    before = _headline(run_episodes(pack, baseline("direct")))
+    template = baseline("direct")
+    tampered = run_episodes(pack, Impostor(template.profile, template.capabilities))
+    assert all(
+        e.trace.scenario_digest != e.scenario.digest for e in tampered if e.scenario.plan.steps
+    )
+    assert _headline(run_episodes(pack, baseline("direct"))) == before
