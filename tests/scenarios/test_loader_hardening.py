@@ -10,13 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from cavbench.adapters import BASELINE_PROFILES, baseline
 from cavbench.errors import CavBenchError, ScenarioError
+from cavbench.evaluation import ScoringRule
+from cavbench.reports import RunInfo, write_run
 from cavbench.runner import run_episodes
 from cavbench.scenarios import load_pack_dir
+from cavbench.tables import CellContext, CellTables, EpisodeKey
 
 PACK = {"pack_id": "hard", "pack_version": "1"}
 
@@ -182,6 +185,29 @@ def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return out
 
 
+def _get(doc: Any, path: tuple[Any, ...]) -> Any:
+    for part in path:
+        doc = doc[part]
+    return doc
+
+
+def _like(value: Any) -> st.SearchStrategy[Any]:
+    """Values of the same JSON type (so more mutants pass the schema and reach the run)."""
+    if isinstance(value, bool):
+        return st.booleans()
+    if isinstance(value, int):
+        return st.integers(-3, 3) | st.sampled_from([2**63, -(2**63) - 1, 10**30])
+    if isinstance(value, float):
+        return st.floats()
+    if isinstance(value, str):
+        return st.sampled_from(["", "O-1", "order", "x", "w1", "r1", "\ud800"]) | st.text(
+            max_size=3
+        )
+    if isinstance(value, list):
+        return st.lists(values, max_size=2)
+    return st.dictionaries(st.text(max_size=3), values, max_size=2)
+
+
 def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
     if not path:
         return value
@@ -204,9 +230,9 @@ def test_fuzzed_documents_give_typed_errors_or_run_under_every_baseline(
     )
     for _ in range(data.draw(st.integers(1, 3))):
         path = data.draw(st.sampled_from(_paths(doc)))
-        doc = _set(doc, path, data.draw(values))
+        doc = _set(doc, path, data.draw(_like(_get(doc, path)) | values))
     text = json.dumps(doc, allow_nan=True)
-    if data.draw(st.booleans()):
+    if data.draw(st.integers(0, 4)) == 0:  # now and then, corrupt the bytes too
         raw = text.encode("utf-8", "surrogatepass")
         cut = data.draw(st.integers(0, len(raw)))
         text_or_bytes: bytes | str = raw[:cut] + data.draw(st.binary(max_size=4)) + raw[cut:]
@@ -216,6 +242,24 @@ def test_fuzzed_documents_give_typed_errors_or_run_under_every_baseline(
     try:
         pack = load_pack_dir(root)
     except CavBenchError:
+        event("refused with a typed error")
         return
-    for profile in BASELINE_PROFILES:  # what validate accepts, ablate runs
-        run_episodes(pack, baseline(profile))
+    event("loaded, then run by every baseline")
+    out = tmp_path_factory.mktemp("out")
+    keys = {
+        "profile": "p",
+        "adapter": "a",
+        "pack_id": pack.pack_id,
+        "scenarios": "all",
+        "scoring_rule": "v1",
+        "seeds": "0-0",
+    }
+    for profile in BASELINE_PROFILES:  # what validate accepts, ablate runs and writes
+        episodes = run_episodes(pack, baseline(profile))
+        info = RunInfo(profile, pack, profile, "0", 0, ScoringRule.V1, "fuzz")
+        write_run(out, info, episodes)
+        tables = CellTables(CellContext("s", "c", keys, (), pack.pack_version, pack.digest))
+        for e in episodes:
+            key = EpisodeKey(e.scenario.id, e.scenario.id, e.scenario.family.value, 0, 0)
+            tables.add(key, e.trace, e.verdict)
+        tables.build()
