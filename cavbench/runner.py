@@ -4,6 +4,7 @@ session, the trace frozen, then scored. Also replay: re-score a recorded trace."
 from __future__ import annotations
 
 import gc
+import signal
 import threading
 import traceback
 from collections.abc import Iterable, Iterator, Sequence
@@ -95,6 +96,37 @@ def _failed_report(adapter: ExecutionAdapter) -> AdapterReport:
     )
 
 
+_SIGINTS = [0]
+"""How many real Ctrl-C signals this process received (counted by `_count_sigint`)."""
+_WATCHING = [False]
+
+
+def _count_sigint(signum: int, frame: object) -> None:
+    _SIGINTS[0] += 1
+    signal.default_int_handler(signum, frame)  # type: ignore[arg-type]
+
+
+def _watch_sigint() -> None:
+    """Count real Ctrl-Cs, so a `KeyboardInterrupt` the adapter raised itself can be told
+    from the user's. Only from the main thread, and only over Python's default handler."""
+    if _WATCHING[0]:
+        return
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    ):
+        signal.signal(signal.SIGINT, _count_sigint)
+        _WATCHING[0] = True
+
+
+def _real_interrupt(exc: BaseException, before: int) -> bool:
+    """Whether `exc` is a Ctrl-C from the user (or one we cannot tell apart from it)."""
+    if not isinstance(exc, KeyboardInterrupt):
+        return False
+    watched = signal.getsignal(signal.SIGINT) is _count_sigint
+    return not watched or _SIGINTS[0] != before
+
+
 class _Outcome:
     """What the adapter's run left: its result, or the exception it raised."""
 
@@ -133,10 +165,12 @@ def run_episode(
     the limit the episode is recorded with status `timeout`, its world is closed (any
     further facade call from the runaway thread raises `EpisodeClosed`) and the thread is
     abandoned. Without a limit the adapter runs in the calling thread, as fast as before;
-    a `KeyboardInterrupt` there cannot be told from a real one and stops the run."""
+    there a `KeyboardInterrupt` stops the run only if it came from a real Ctrl-C (counted
+    by a SIGINT handler installed over Python's default one, main thread only)."""
     # Our own baseline engine (exactly that class, not a wrapper) never edits what it is
     # handed nor reaches past the facade: it may share the pack's originals, which keeps
     # the baseline hot path free of the per-episode copies every other adapter gets.
+    _watch_sigint()
     trusted = type(adapter) is BaselineAdapter
     env = Environment(scenario, seed=seed, run_id=run_id, isolate=not trusted)
     try:
@@ -153,12 +187,13 @@ def _run(
     run_id: str,
 ) -> EpisodeTrace:
     outcome = _Outcome()
+    interrupts = _SIGINTS[0]
     if time_limit is None:
         try:
             outcome.result = adapter.run(env.session())
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
+        except BaseException as exc:  # untrusted code: recorded, never propagated
+            if _real_interrupt(exc, interrupts):
+                raise  # the user's Ctrl-C stops the run
             outcome.error = exc
     else:
         outcome.done = threading.Event()
@@ -179,8 +214,8 @@ def _run(
         return env.finalize(_failed_report(adapter), env.executed_digest(scenario))
     try:
         report = _report(adapter, outcome.result)
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt) and time_limit is None:
+    except BaseException as exc:  # a result whose attributes raise
+        if _real_interrupt(exc, interrupts):
             raise
         env.run_error(_describe(exc), _format_traceback(exc))
         report = _failed_report(adapter)

@@ -230,3 +230,28 @@ def test_a_baseline_impostor_subclass_is_isolated_like_any_adapter() -> None:
         cleared = any(step.changes for step in e.scenario.plan.steps)
         assert (e.trace.scenario_digest != e.scenario.digest) is cleared
     assert _headline(run_episodes(pack, baseline("direct"))) == before
+
+
+def test_a_keyboard_interrupt_the_adapter_raises_itself_is_recorded() -> None:
+    scenario = load_pack("core-v1").scenarios[0]
+    trace = run_episode(scenario, _Raises(KeyboardInterrupt()))
+    assert trace.status is EpisodeStatus.ADAPTER_ERROR
+    assert trace.error is not None
+    assert "KeyboardInterrupt" in trace.error
+
+
+def test_a_real_ctrl_c_still_stops_the_run() -> None:
+    import os
+    import signal
+
+    class Interrupted:
+        name, version = "interrupted", "0"
+
+        def run(self, session: AdapterSession) -> AdapterResult:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+            return AdapterResult(final_message="")
+
+    scenario = load_pack("core-v1").scenarios[0]
+    with pytest.raises(KeyboardInterrupt):
+        run_episode(scenario, Interrupted())
