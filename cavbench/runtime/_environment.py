@@ -351,6 +351,17 @@ class Environment:
         self._check_open()
         self._record(EventType.CLARIFICATION, tool_name="clarify", metadata={"question": question})
 
+    def refuse(self, call: str, reason: str) -> None:
+        """Record a facade call refused before it reached the world (arguments the tables
+        cannot hold): the episode keeps it even if the adapter handles the error."""
+        self._check_open()
+        self._record(
+            _REJECTED,
+            tool_name=call,
+            response_status="INVALID",
+            metadata={"reason": reason},
+        )
+
     def run_error(
         self, message: str, traceback_text: str = "", status: str = "adapter_error"
     ) -> None:

@@ -105,6 +105,8 @@ class WorldPort(Protocol):
 
     def clarify(self, question: str) -> None: ...
 
+    def refuse(self, call: str, reason: str) -> None: ...
+
 
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -166,7 +168,23 @@ class ToolFacade:
     def __init__(self, world: WorldPort) -> None:
         self._world = world
 
+    def _refused(self, call: str, exc: ToolCallError) -> ToolCallError:
+        """Record the refused call on the episode (so it counts even if the adapter goes on)
+        and hand back the error to raise."""
+        self._world.refuse(call, str(exc))
+        return exc
+
     def read(self, namespace: str, resource_id: str, tool_name: str | None = None) -> ToolResult:
+        try:
+            self._check_read(namespace, resource_id, tool_name)
+        except ToolCallError as exc:
+            raise self._refused("read", exc) from None
+        name = tool_name or READ_TOOLS.get(namespace) or f"get_{namespace}"
+        value = self._world.read(namespace, str(resource_id), name)
+        return ToolResult(ToolStatus.OK, data=value)
+
+    @staticmethod
+    def _check_read(namespace: str, resource_id: str, tool_name: str | None) -> None:
         if type(namespace) is not str or not namespace.isascii():
             _require(namespace, "read: namespace", str)
             _check_json(namespace, "read: namespace")
@@ -175,9 +193,6 @@ class ToolFacade:
             _check_json(tool_name, "read: tool_name")
         if type(resource_id) is not str or not resource_id.isascii():
             _check_json(str(resource_id), "read: resource_id")
-        name = tool_name or READ_TOOLS.get(namespace) or f"get_{namespace}"
-        value = self._world.read(namespace, str(resource_id), name)
-        return ToolResult(ToolStatus.OK, data=value)
 
     def write(
         self,
@@ -193,38 +208,43 @@ class ToolFacade:
         expected_version: int | None = None,
         compensation_for: str | None = None,
     ) -> ToolResult:
-        # Whatever reaches the world is recorded in typed tables: refuse what cannot be.
-        # One cheap test for the common case; the detailed checks name the culprit.
-        if not (
-            type(step_id) is str
-            and type(tool_name) is str
-            and type(namespace) is str
-            and type(logical_operation_id) is str
-            and (idempotency_key is None or type(idempotency_key) is str)
-            and (compensation_for is None or type(compensation_for) is str)
-            and (expected_version is None or type(expected_version) is int)
-            and (step_id + tool_name + namespace + logical_operation_id).isascii()
-            and (idempotency_key is None or idempotency_key.isascii())
-        ):
-            for where, value in (
-                ("step_id", step_id),
-                ("tool_name", tool_name),
-                ("namespace", namespace),
-                ("logical_operation_id", logical_operation_id),
+        try:
+            # Whatever reaches the world is recorded in typed tables: refuse what cannot be.
+            # One cheap test for the common case; the detailed checks name the culprit.
+            if not (
+                type(step_id) is str
+                and type(tool_name) is str
+                and type(namespace) is str
+                and type(logical_operation_id) is str
+                and (idempotency_key is None or type(idempotency_key) is str)
+                and (compensation_for is None or type(compensation_for) is str)
+                and (expected_version is None or type(expected_version) is int)
+                and (step_id + tool_name + namespace + logical_operation_id).isascii()
+                and (idempotency_key is None or idempotency_key.isascii())
             ):
-                _require(value, f"write: {where}", str)
-            _require(idempotency_key, "write: idempotency_key", str, type(None))
-            _require(compensation_for, "write: compensation_for", str, type(None))
-            _require(expected_version, "write: expected_version", int, type(None))
-            ids = [step_id, tool_name, namespace, logical_operation_id, idempotency_key]
-            _check_json([*ids, compensation_for, expected_version], "write")
-        if not isinstance(changes, Mapping):
-            raise ToolCallError(f"write: changes must be an object, got {type(changes).__name__}")
-        _check_json(changes, "write: changes")
-        if args:
-            _check_json(args, "write: args")
-        if type(resource_id) is not str or not resource_id.isascii():
-            _check_json(str(resource_id), "write: resource_id")
+                for where, value in (
+                    ("step_id", step_id),
+                    ("tool_name", tool_name),
+                    ("namespace", namespace),
+                    ("logical_operation_id", logical_operation_id),
+                ):
+                    _require(value, f"write: {where}", str)
+                _require(idempotency_key, "write: idempotency_key", str, type(None))
+                _require(compensation_for, "write: compensation_for", str, type(None))
+                _require(expected_version, "write: expected_version", int, type(None))
+                ids = [step_id, tool_name, namespace, logical_operation_id, idempotency_key]
+                _check_json([*ids, compensation_for, expected_version], "write")
+            if not isinstance(changes, Mapping):
+                raise ToolCallError(
+                    f"write: changes must be an object, got {type(changes).__name__}"
+                )
+            _check_json(changes, "write: changes")
+            if args:
+                _check_json(args, "write: args")
+            if type(resource_id) is not str or not resource_id.isascii():
+                _check_json(str(resource_id), "write: resource_id")
+        except ToolCallError as exc:
+            raise self._refused("write", exc) from None
         outcome = self._world.commit(
             step_id=step_id,
             tool_name=tool_name,
@@ -246,23 +266,32 @@ class ToolFacade:
         )
 
     def status_check(self, idempotency_key: str) -> ToolResult:
-        _require(idempotency_key, "status_check: idempotency_key", str)
-        _check_json(idempotency_key, "status_check: idempotency_key")
+        try:
+            _require(idempotency_key, "status_check: idempotency_key", str)
+            _check_json(idempotency_key, "status_check: idempotency_key")
+        except ToolCallError as exc:
+            raise self._refused("status_check", exc) from None
         found = self._world.status_check(idempotency_key)
         return ToolResult(
             ToolStatus.COMMITTED if found else ToolStatus.NOT_FOUND, data={"found": found}
         )
 
     def escalate(self, reason: str, logical_operation_id: str) -> ToolResult:
-        _require(reason, "escalate: reason", str)
-        _require(logical_operation_id, "escalate: logical_operation_id", str)
-        _check_json([reason, logical_operation_id], "escalate")
+        try:
+            _require(reason, "escalate: reason", str)
+            _require(logical_operation_id, "escalate: logical_operation_id", str)
+            _check_json([reason, logical_operation_id], "escalate")
+        except ToolCallError as exc:
+            raise self._refused("escalate", exc) from None
         self._world.escalate(reason, logical_operation_id)
         return ToolResult(ToolStatus.CREATED, message=reason)
 
     def clarify(self, question: str) -> ToolResult:
-        _require(question, "clarify: question", str)
-        _check_json(question, "clarify: question")
+        try:
+            _require(question, "clarify: question", str)
+            _check_json(question, "clarify: question")
+        except ToolCallError as exc:
+            raise self._refused("clarify", exc) from None
         self._world.clarify(question)
         return ToolResult(ToolStatus.CLARIFICATION_REQUESTED, message=question)
 

@@ -173,6 +173,9 @@ def test_non_json_arguments_are_the_adapters_failure_not_the_runs(value: object)
     assert seen == [ToolCallError]
     assert episodes[0].trace.status is EpisodeStatus.ADAPTER_ERROR
     assert episodes[0].verdict.outcome_success is False
+    refused = [e for e in episodes[0].trace.events if e.response_status == "INVALID"]
+    assert len(refused) == 1  # recorded on the episode, even had the adapter caught it
+    assert refused[0].metadata["reason"].startswith("write: changes")
 
 
 def test_a_string_in_a_numeric_field_is_scored_not_raised(kit: Any) -> None:
