@@ -433,3 +433,14 @@ def test_schema_command_prints_the_generated_schema(capsys: pytest.CaptureFixtur
     assert code == 0
     assert json.loads(out) == scenario_json_schema()
     assert json.loads(out)["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_episode_seconds_flag(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as bad:
+        main(["run", "--episode-seconds", "0"])
+    assert bad.value.code == 2
+    assert "positive number of seconds" in capsys.readouterr().err
+    code = main(
+        ["run", "--pack", "mock", "--episode-seconds", "5", "--output", str(tmp_path / "runs")]
+    )
+    assert code == 0
