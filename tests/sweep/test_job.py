@@ -224,3 +224,15 @@ def test_an_unknown_scenario_id_fails_the_cell(config: Config) -> None:
 def test_bad_seed_blocks_are_refused(config: Config) -> None:
     with pytest.raises(ConfigError, match="count"):
         CellPlan.from_config(config("seeds.count=0"))
+
+
+def test_a_non_positive_episode_limit_is_refused(config: Config) -> None:
+    with pytest.raises(ConfigError, match=r"limits\.episode_seconds"):
+        run_cell(config("limits.episode_seconds=0"))
+
+
+def test_an_unset_limit_leaves_the_config_hash_unchanged(config: Config) -> None:
+    assert "limits" not in CellPlan.from_config(config()).config
+    assert CellPlan.from_config(config("limits.episode_seconds=2")).config["limits"] == {
+        "episode_seconds": 2.0
+    }
