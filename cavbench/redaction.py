@@ -77,6 +77,8 @@ def redact(value: object, depth: int = 0) -> Any:
             out[name] = REDACTED if _secret(name) else redact(item, depth + 1)
         return out
     if isinstance(value, list | tuple):
+        if all(type(v) is str and v.isascii() for v in value):  # the common case: notes
+            return list(value)
         return [redact(v, depth + 1) for v in value]
     if isinstance(value, set | frozenset):
         return sorted((redact(v, depth + 1) for v in value), key=repr)

@@ -53,6 +53,7 @@ class Environment:
         "_forced_failures",
         "_initial",
         "_injections",
+        "_isolated",
         "_ledger",
         "_state",
         "_view",
@@ -73,6 +74,7 @@ class Environment:
         self.seed = seed
         self.run_id = run_id
         world = scenario.world
+        self._isolated = isolate
         if isolate:
             self._view = deep_copy(scenario.view())
             self._initial = deep_copy(world.initial_state)
@@ -103,7 +105,7 @@ class Environment:
     def session(self) -> AdapterSession:
         """The adapter's session: this episode's copy of the view and a facade over this
         environment."""
-        return AdapterSession(self._view, ToolFacade(self))
+        return AdapterSession(self._view, ToolFacade(self, checked=self._isolated))
 
     def close(self) -> None:
         """End the adapter's access: every later facade call raises `EpisodeClosed` (a

@@ -163,10 +163,13 @@ def _check_json(value: object, where: str) -> None:
 class ToolFacade:
     """Read, write, check status, escalate, clarify. Every call is recorded by the environment."""
 
-    __slots__ = ("_world",)
+    __slots__ = ("_checked", "_world")
 
-    def __init__(self, world: WorldPort) -> None:
+    def __init__(self, world: WorldPort, *, checked: bool = True) -> None:
         self._world = world
+        # `checked=False` only for the trusted baseline engine, whose arguments come from a
+        # validated scenario document (the environment decides; see the runner).
+        self._checked = checked
 
     def _refused(self, call: str, exc: ToolCallError) -> ToolCallError:
         """Record the refused call on the episode (so it counts even if the adapter goes on)
@@ -175,10 +178,11 @@ class ToolFacade:
         return exc
 
     def read(self, namespace: str, resource_id: str, tool_name: str | None = None) -> ToolResult:
-        try:
-            self._check_read(namespace, resource_id, tool_name)
-        except ToolCallError as exc:
-            raise self._refused("read", exc) from None
+        if self._checked:
+            try:
+                self._check_read(namespace, resource_id, tool_name)
+            except ToolCallError as exc:
+                raise self._refused("read", exc) from None
         name = tool_name or READ_TOOLS.get(namespace) or f"get_{namespace}"
         value = self._world.read(namespace, str(resource_id), name)
         return ToolResult(ToolStatus.OK, data=value)
@@ -208,6 +212,52 @@ class ToolFacade:
         expected_version: int | None = None,
         compensation_for: str | None = None,
     ) -> ToolResult:
+        if self._checked:
+            self._check_write(
+                step_id,
+                tool_name,
+                namespace,
+                resource_id,
+                changes,
+                logical_operation_id,
+                idempotency_key,
+                args,
+                expected_version,
+                compensation_for,
+            )
+        outcome = self._world.commit(
+            step_id=step_id,
+            tool_name=tool_name,
+            effect_type=TOOL_EFFECT_TYPE.get(tool_name, tool_name),
+            namespace=namespace,
+            resource_id=str(resource_id),
+            changes=changes,
+            logical_operation_id=logical_operation_id,
+            idempotency_key=idempotency_key,
+            expected_version=expected_version,
+            args=dict(args or {}),
+            compensation_for=compensation_for,
+        )
+        return ToolResult(
+            outcome.status,
+            data=outcome.state,
+            operation_id=logical_operation_id,
+            retryable=outcome.status in RETRYABLE,
+        )
+
+    def _check_write(
+        self,
+        step_id: str,
+        tool_name: str,
+        namespace: str,
+        resource_id: str,
+        changes: Mapping[str, JSON],
+        logical_operation_id: str,
+        idempotency_key: str | None,
+        args: JSONObject | None,
+        expected_version: int | None,
+        compensation_for: str | None,
+    ) -> None:
         try:
             # Whatever reaches the world is recorded in typed tables: refuse what cannot be.
             # One cheap test for the common case; the detailed checks name the culprit.
@@ -245,25 +295,6 @@ class ToolFacade:
                 _check_json(str(resource_id), "write: resource_id")
         except ToolCallError as exc:
             raise self._refused("write", exc) from None
-        outcome = self._world.commit(
-            step_id=step_id,
-            tool_name=tool_name,
-            effect_type=TOOL_EFFECT_TYPE.get(tool_name, tool_name),
-            namespace=namespace,
-            resource_id=str(resource_id),
-            changes=changes,
-            logical_operation_id=logical_operation_id,
-            idempotency_key=idempotency_key,
-            expected_version=expected_version,
-            args=dict(args or {}),
-            compensation_for=compensation_for,
-        )
-        return ToolResult(
-            outcome.status,
-            data=outcome.state,
-            operation_id=logical_operation_id,
-            retryable=outcome.status in RETRYABLE,
-        )
 
     def status_check(self, idempotency_key: str) -> ToolResult:
         try:
