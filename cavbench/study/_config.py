@@ -108,7 +108,7 @@ class LimitsConf:
     episode_seconds: float | None = None
     """Wall-clock limit of one episode; past it the episode is recorded with status
     `timeout`, its world refuses further calls and the sweep goes on. None = no limit (the
-    adapter then runs in the job's own thread, about 50 µs per episode cheaper). Set it for
+    adapter then runs in the job's own thread, about 0.1 ms per episode cheaper). Set it for
     any adapter you do not trust to return."""
 
 
