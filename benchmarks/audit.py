@@ -50,7 +50,7 @@ def main() -> None:
     )
 
     from cavbench.audit._sensitivity import headline, sensitivity
-    from cavbench.audit._v1target import V1Domain
+    from cavbench.audit.targets.v1 import V1Domain
     from cavbench.scenarios import load_pack
 
     start = time.perf_counter()

@@ -41,6 +41,7 @@ from cavbench.audit._kit import (
     World,
     kit_factory,
 )
+from cavbench.audit._load import load_target
 from cavbench.audit._protocol import (
     Action,
     ActionKind,
@@ -61,8 +62,9 @@ from cavbench.audit._replay import (
     replay_records,
     summarise,
 )
-from cavbench.audit._targets import OracleVariant, TargetSpec, load_target, shipped_target_names
+from cavbench.audit._spec import OracleVariant, TargetSpec
 from cavbench.audit._vocab import CheckId, CheckStatus, DefectClass, VariantKind
+from cavbench.audit.targets import shipped_target_names
 
 __all__ = [
     "CHECKS",

@@ -23,7 +23,7 @@ from cavbench.audit._protocol import (
     TargetFactory,
     digest_of,
 )
-from cavbench.audit._targets import OracleVariant, TargetSpec
+from cavbench.audit._spec import OracleVariant, TargetSpec
 from cavbench.audit._vocab import CheckId, CheckStatus, DefectClass, VariantKind
 
 

@@ -17,6 +17,7 @@ from typing import Final
 from cavbench.audit._audit import TargetAudit, audit_target
 from cavbench.audit._checks import CHECK_DOCS
 from cavbench.audit._defects import DEFECT_CLASSES, DEFECT_VARIANTS, select_variants
+from cavbench.audit._load import load_target
 from cavbench.audit._protocol import AuditError, JSONObject
 from cavbench.audit._replay import (
     Agent,
@@ -36,8 +37,9 @@ from cavbench.audit._report import (
     write_audit,
     write_tables_and_report,
 )
-from cavbench.audit._targets import TargetSpec, load_target, shipped_target_names
+from cavbench.audit._spec import TargetSpec
 from cavbench.audit._vocab import CheckId, CheckStatus, VariantKind
+from cavbench.audit.targets import shipped_target_names
 
 EXIT_OK: Final = 0
 EXIT_GATE: Final = 2
@@ -229,7 +231,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
     from cavbench.audit._sensitivity import headline, sensitivity, sensitivity_summary
-    from cavbench.audit._v1target import V1Domain
+    from cavbench.audit.targets.v1 import V1Domain
     from cavbench.scenarios import load_pack
 
     pack = load_pack(args.pack)

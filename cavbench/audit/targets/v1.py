@@ -32,7 +32,7 @@ from cavbench.audit._protocol import (
     StateDigest,
     digest_of,
 )
-from cavbench.audit._targets import TargetSpec
+from cavbench.audit._spec import TargetSpec
 from cavbench.evaluation import DimensionStatus, ScoringRule, Verdict, evaluate
 from cavbench.runtime import AdapterSession, Environment, ToolFacade, ToolResult, ToolStatus
 from cavbench.scenarios import Scenario, ScenarioPack, load_pack
