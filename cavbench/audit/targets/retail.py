@@ -211,6 +211,9 @@ class RetailWorld(World):
     def state(self) -> JSONObject:
         return copy_object(self._db)
 
+    def peek(self) -> JSONObject:
+        return self._db
+
     def digest(self) -> StateDigest:
         for coll, items in self._db.items():
             if isinstance(items, dict):
