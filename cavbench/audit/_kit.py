@@ -224,7 +224,7 @@ class World(ABC):
 
     def represent(self, rep: Representation) -> JSONObject:
         """The state in another representation; worlds may narrow what gets transformed."""
-        return represent(self.state(), rep)
+        return represent(self.peek(), rep)  # represent() builds a new object anyway
 
     def presented_as(self, rep: Representation) -> World:
         """This world seen through ``rep``: a world of the same class rebuilt from the
