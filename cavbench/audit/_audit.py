@@ -264,6 +264,12 @@ class TargetAudit:
                     "World's methods, or implement World.from_state; see "
                     "docs/audit-your-benchmark.md)"
                 )
+            elif v.detected and v.detected_only_by_raise:
+                out.append(
+                    f"{self.target}: injected {v.variant_id} is detected only because scoring "
+                    "raised (in the oracle's own code, not the kit's); check that raising is "
+                    "what your oracle should do there"
+                )
         return tuple(out)
 
     def findings(self) -> tuple[str, ...]:

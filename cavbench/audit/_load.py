@@ -18,6 +18,7 @@ from cavbench.audit._protocol import AuditError
 from cavbench.audit._spec import TargetSpec
 from cavbench.audit.targets import SHIPPED
 
+_IMPORTLIB = str(Path(importlib.__file__).parent)
 _FRAMES = 3
 """Traceback frames quoted in an error (the innermost ones, importlib's own left out)."""
 
@@ -26,7 +27,7 @@ def _last_frames(exc: BaseException) -> str:
     frames = [
         f
         for f in traceback.extract_tb(exc.__traceback__)
-        if not f.filename.startswith("<frozen importlib") and f.filename != __file__
+        if not f.filename.startswith(("<frozen importlib", _IMPORTLIB)) and f.filename != __file__
     ][-_FRAMES:]
     lines = [f"    {f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames]
     if isinstance(exc, SyntaxError) and exc.filename:

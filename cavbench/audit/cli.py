@@ -303,6 +303,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_record(args: argparse.Namespace) -> int:
     spec = load_target(args.target)
     variants = {v.variant_id: v for v in spec.natives}
+    agents = _agents(args.agents)
     if args.oracle == "correct":
         factory = spec.correct
     elif args.oracle in variants:
@@ -312,21 +313,30 @@ def cmd_record(args: argparse.Namespace) -> int:
             f"--oracle {args.oracle!r}: target {spec.name} ships {['correct', *variants]}"
         )
     records = record_episodes(
-        factory, target=spec.name, repetitions=args.repetitions, seed=args.seed
+        factory, target=spec.name, agents=agents, repetitions=args.repetitions, seed=args.seed
     )
     prov: JSONObject = {
         **provenance(),
         "target": spec.name,
         "oracle_at_recording": args.oracle,
         "scorer": "post-session: the closing action, then score() once more",
-        "agents": [a.value for a in Agent],
+        "agents": [a.value for a in agents],
         "repetitions": args.repetitions,
         "seed": args.seed,
     }
     prov.pop("git_commit", None)  # frozen artifacts must not change with every commit
     path = write_records(records, Path(args.out), provenance=prov)
-    print(f"wrote {len(records)} records and {path}")
+    print(f"wrote {len(records)} records ({args.oracle} oracle) and {path}")
     return EXIT_OK
+
+
+def _agents(text: str) -> tuple[Agent, ...]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    known = [a.value for a in Agent]
+    bad = [n for n in names if n not in known]
+    if bad or not names:
+        raise AuditError(f"--agents {text!r}: unknown {bad} (fix: a comma list of {known})")
+    return tuple(Agent(n) for n in dict.fromkeys(names))
 
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
@@ -404,7 +414,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = sub.add_parser("record", help="freeze scripted-agent episode records on a target")
     p.add_argument("--target", required=True)
     p.add_argument(
-        "--oracle", default="defective", help="which oracle labels the episodes (default defective)"
+        "--oracle",
+        default="correct",
+        help="which oracle labels the episodes: correct (default) or one the target ships "
+        "(retail: defective)",
+    )
+    p.add_argument(
+        "--agents",
+        default=",".join(a.value for a in Agent),
+        help=f"comma list of scripted agents to record (default: {','.join(a.value for a in Agent)})",
     )
     p.add_argument("--repetitions", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
