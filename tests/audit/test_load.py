@@ -22,7 +22,7 @@ def user_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def test_a_missing_module_gets_the_path_hint(user_dir: Path) -> None:
-    with pytest.raises(AuditError, match="cannot find module 'mybench_nowhere'.*PYTHONPATH"):
+    with pytest.raises(AuditError, match=r"cannot find module 'mybench_nowhere'.*PYTHONPATH"):
         load_target("mybench_nowhere:make")
 
 
@@ -59,7 +59,8 @@ def test_the_cli_prints_it_and_exits_1(user_dir: Path, capsys: pytest.CaptureFix
     (user_dir / "mybench_dep.py").write_text("import numpy\nimport not_a_dependency_xyz\n")
     assert main(["audit", "run", "--target", "mybench_dep:make", "--out", "o"]) == 1
     err = capsys.readouterr().err
-    assert "an import inside it failed" in err and "not_a_dependency_xyz" in err
+    assert "an import inside it failed" in err
+    assert "not_a_dependency_xyz" in err
 
 
 def test_quiet_prints_only_the_overall_line(
@@ -70,7 +71,8 @@ def test_quiet_prints_only_the_overall_line(
     captured = capsys.readouterr()
     assert captured.err == ""
     lines = captured.out.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("audit PASS: 1 target(s)")
+    assert len(lines) == 1
+    assert lines[0].startswith("audit PASS: 1 target(s)")
     assert "defect classes detected 1/1; 0 problem(s)" in lines[0]
 
 
@@ -86,17 +88,20 @@ def test_progress_goes_to_stderr_by_stage(
         "[audit] checks:",
     ):
         assert stage in err
-    assert "in 2 process(es)" in err and "[audit] tables, report, figure: 7 files" in err
+    assert "in 2 process(es)" in err
+    assert "[audit] tables, report, figure: 7 files" in err
 
 
 def test_state_view_reads_without_copying_and_refuses_writes() -> None:
     data = {"orders": {"o1": {"items": [1, 2]}}}
     view = StateView(data)  # type: ignore[arg-type]
-    assert view == data and view["orders"]["o1"]["items"][1] == 2  # type: ignore[index]
+    assert view == data
+    assert view["orders"]["o1"]["items"][1] == 2
     with pytest.raises(TypeError):
         view["orders"] = {}  # type: ignore[index]
     thawed = view.thaw()
     thawed["orders"] = {}
-    assert data["orders"] and view.digest() == StateView(dict(data)).digest()  # type: ignore[arg-type]
+    assert data["orders"]
+    assert view.digest() == StateView(dict(data)).digest()
     data["orders"]["o1"]["items"].append(3)
     assert len(view["orders"]["o1"]["items"]) == 3  # type: ignore[index]  # a view, not a copy

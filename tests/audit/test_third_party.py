@@ -83,12 +83,15 @@ def test_the_closing_tool_changes_state_and_the_correct_oracle_still_passes_inv5
     target.reset("shop-1")
     target.apply(Action("close_ticket", {}, ActionKind.CLOSE))
     assert target._world.env.data["tickets"]["t-1"] == {"status": "closed"}
-    assert target.session_result is not None and not target.session_result.passed
+    assert target.session_result is not None
+    assert not target.session_result.passed
     plan = plan_audit(shop.make_spec().correct, ["shop-1", "shop-2"])
     closed = plan.task("shop-1").closed
-    assert len(closed) == 3 and all(c.added == 1 for c in closed)
+    assert len(closed) == 3
+    assert all(c.added == 1 for c in closed)
     inv5 = next(r for r in shop_audit_results(shop) if r.check is CheckId.INV_5)
-    assert inv5.status is CheckStatus.PASS and inv5.runs == 6
+    assert inv5.status is CheckStatus.PASS
+    assert inv5.runs == 6
 
 
 def shop_audit_results(shop: ModuleType):  # type: ignore[no-untyped-def]
@@ -121,7 +124,8 @@ def test_cli_says_not_checked_and_exits_0(
     assert "NOT CHECKED: shop: defect class D7" in out
     assert "checks usable on: CTL-2 2/2 tasks" not in out  # only counts below the total show
     assert "CTL-3 0/2 tasks" in out
-    assert "audit PASS: 1 target(s)" in out and "(1 could not be checked)" in out
+    assert "audit PASS: 1 target(s)" in out
+    assert "(1 could not be checked)" in out
 
 
 # -- item 3: the injection contract, checked ------------------------------------------
@@ -172,7 +176,8 @@ def test_contract_warnings_name_the_equivalent_and_the_kit_made_detections(
     assert "take its task from env.task" in d3
     d6 = next(w for w in warnings if "D6a" in w)
     assert "detected only because scoring raised an exception of the kit's own making" in d6
-    assert "AttributeError" in d6 and "_Presented" in d6
+    assert "AttributeError" in d6
+    assert "_Presented" in d6
     # Wired by the contract (the example), neither warning appears.
     assert audit_target(shop.make_spec(), select_variants("D3a,D6a")).contract_warnings() == ()
 
