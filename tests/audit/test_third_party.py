@@ -195,3 +195,16 @@ def test_record_defaults_to_the_correct_oracle_and_takes_agents(
     assert manifest["oracle_at_recording"] == "correct"
     assert main([*args, "--agents", "lazy"]) == 1
     assert "--agents 'lazy': unknown ['lazy']" in capsys.readouterr().err
+
+
+# -- item 4: the INV-4 hook in an oracle that calls a database ---------------------------
+def test_the_database_grader_needs_finally_to_pass_inv4() -> None:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    sqlite = importlib.import_module("examples.sqlite_audit")
+    safe = audit_target(TargetSpec("sqlite", "", sqlite.make_target), ())
+    assert [r.status for r in safe.correct.results] == [CheckStatus.PASS] * 8
+    unsafe = audit_target(TargetSpec("sqlite-unsafe", "", sqlite.make_unsafe_target), ())
+    inv4 = unsafe.usable(CheckId.INV_4)
+    assert (inv4.status, inv4.failed_runs, inv4.runs) == (CheckStatus.FAIL, 6, 9)
+    assert unsafe.correct.failed == (CheckId.INV_4,)
