@@ -105,3 +105,18 @@ def test_state_view_reads_without_copying_and_refuses_writes() -> None:
     assert view.digest() == StateView(dict(data)).digest()
     data["orders"]["o1"]["items"].append(3)
     assert len(view["orders"]["o1"]["items"]) == 3  # type: ignore[index]  # a view, not a copy
+
+
+def test_worker_processes_give_the_same_audit_as_one_process() -> None:
+    from cavbench.audit import select_variants
+    from cavbench.audit._run import AuditJob, run_audits
+
+    jobs = [
+        AuditJob("v1/mock", None, 0, 8),
+        AuditJob("network", ("net-01", "net-02", "net-03"), 0, 8),
+    ]
+    defects = select_variants("D2,D6")
+    one = run_audits(jobs, defects, jobs=1)
+    two = run_audits(jobs, defects, jobs=2)
+    assert one == two
+    assert [len(a.variants) for a in one] == [8, 8]
