@@ -95,7 +95,7 @@ def run_audits(
         done[t] += 1
         if progress is not None:
             seconds = time.perf_counter() - start
-            progress(Progress(jobs_[t].name, done[t], counts[t], variant.variant_id, seconds))
+            progress(Progress(prepared[t][0].name, done[t], counts[t], variant.variant_id, seconds))
 
     results: list[list[VariantAudit]] = []
     if jobs <= 1:
