@@ -172,23 +172,33 @@ class DefectiveShopOracle:
         return _verdict(calculate_reward(_env(env.live), _task(env), hook=env.probe))
 
 
-def make_spec() -> TargetSpec:
-    """The shop benchmark as an audit target (what `--target` names)."""
+def make_spec(*, shared_starts: bool = False) -> TargetSpec:
+    """The shop benchmark as an audit target (what `--target` names). `shared_starts`
+    builds each task's starting world once and copies it per reset (worth it when loading
+    the benchmark's data costs more than `ShopWorld.copy`)."""
     domain = ShopDomain()
     return TargetSpec(
         name="shop",
         description="examples/shop_bench: gold-replay reward over a small shop (6 tasks)",
-        correct=kit_factory(domain, RepairedShopOracle, name="shop/repaired"),
+        correct=kit_factory(
+            domain, RepairedShopOracle, name="shop/repaired", shared_starts=shared_starts
+        ),
         natives=(
             OracleVariant(
                 "defective",
                 VariantKind.NATIVE_DEFECT,
                 DefectClass.D1,
                 "the reward as first written: reload the live data, replay, never restore",
-                kit_factory(domain, DefectiveShopOracle, name="shop/defective"),
+                kit_factory(
+                    domain,
+                    DefectiveShopOracle,
+                    name="shop/defective",
+                    shared_starts=shared_starts,
+                ),
                 class_info(DefectClass.D1).expected,
             ),
         ),
         domain=domain,
         oracle_factory=RepairedShopOracle,
+        shared_starts=shared_starts,
     )

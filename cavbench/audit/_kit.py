@@ -351,8 +351,16 @@ class KitTarget:
     session end does; the result is kept in ``session_result``.
     """
 
-    def __init__(self, domain: Domain, oracle: Oracle, *, name: str | None = None) -> None:
+    def __init__(
+        self,
+        domain: Domain,
+        oracle: Oracle,
+        *,
+        name: str | None = None,
+        starts: Callable[[str], World] | None = None,
+    ) -> None:
         self._domain = domain
+        self._new_world = starts or domain.new_world
         self._oracle = oracle
         self._name = name or f"{domain.name}/{oracle.name}"
         self._tasks = domain.tasks()
@@ -381,7 +389,7 @@ class KitTarget:
                 f"target {self._name}: no task {task!r} (fix: pick one of {list(self._tasks)[:5]}…)"
             )
         self._task = task
-        self._world = self._domain.new_world(task)
+        self._world = self._new_world(task)
         self._episode += 1
         self.session_result = None
 
@@ -396,12 +404,12 @@ class KitTarget:
         task = self._task
         assert task is not None
         probe, self._armed = (self._armed or _no_probe), None
-        domain = self._domain
+        domain, new_world = self._domain, self._new_world
         env = OracleEnv(
             task=task,
             live=world,
             reference=domain.reference(task),
-            fresh=lambda: domain.new_world(task),
+            fresh=lambda: new_world(task),
             probe=probe,
             episode=self._episode,
             domain=domain,
@@ -420,16 +428,36 @@ class KitTarget:
         return self._world
 
 
+class SharedStarts:
+    """Each task's starting world built once, handed out as copies (a shared reset).
+
+    Worth it when ``World.copy()`` is cheaper than ``Domain.new_world`` (a database loaded
+    from files, a long set-up); it requires ``copy()`` to be a faithful, detached copy."""
+
+    def __init__(self, domain: Domain) -> None:
+        self._domain = domain
+        self._starts: dict[str, World] = {}
+
+    def __call__(self, task: str) -> World:
+        start = self._starts.get(task)
+        if start is None:
+            start = self._starts[task] = self._domain.new_world(task)
+        return start.copy()
+
+
 def kit_factory(
     domain: Domain,
     oracle_factory: OracleFactory,
     *,
     name: str | None = None,
+    shared_starts: bool = False,
 ) -> Callable[[], KitTarget]:
     """A target factory: each call builds a new oracle (fresh per-instance state) over the
-    shared, immutable ``domain``."""
+    shared, immutable ``domain``. With ``shared_starts``, the targets it makes share one
+    :class:`SharedStarts` (every reset and fresh world is a copy of the task's start)."""
+    starts = SharedStarts(domain) if shared_starts else None
 
     def make() -> KitTarget:
-        return KitTarget(domain, oracle_factory(), name=name)
+        return KitTarget(domain, oracle_factory(), name=name, starts=starts)
 
     return make

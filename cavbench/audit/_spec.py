@@ -42,6 +42,10 @@ class TargetSpec:
     natives: tuple[OracleVariant, ...] = ()
     domain: Domain | None = None
     oracle_factory: OracleFactory | None = None
+    shared_starts: bool = False
+    """Injected variants share each task's starting world, copied per reset (see
+    :class:`~cavbench.audit._kit.SharedStarts`); set it with ``kit_factory(...,
+    shared_starts=True)`` for the correct oracle."""
 
     @property
     def injectable(self) -> bool:
@@ -65,6 +69,7 @@ class TargetSpec:
                             self.domain,
                             inject(defect, self.oracle_factory, self.domain),
                             name=f"{self.name}+{defect.variant_id}",
+                            shared_starts=self.shared_starts,
                         ),
                         defect.expected,
                     )

@@ -208,3 +208,22 @@ def test_the_database_grader_needs_finally_to_pass_inv4() -> None:
     inv4 = unsafe.usable(CheckId.INV_4)
     assert (inv4.status, inv4.failed_runs, inv4.runs) == (CheckStatus.FAIL, 6, 9)
     assert unsafe.correct.failed == (CheckId.INV_4,)
+
+
+def test_shared_starts_build_each_start_once_and_change_no_result(
+    shop: ModuleType, shop_audit: TargetAudit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[str] = []
+    original = shop.ShopDomain.new_world
+
+    def counting(self, task: str):  # type: ignore[no-untyped-def]
+        built.append(task)
+        return original(self, task)
+
+    monkeypatch.setattr(shop.ShopDomain, "new_world", counting)
+    shared = audit_target(shop.make_spec(shared_starts=True), DEFECT_VARIANTS)
+    assert [v.results for v in shared.variants] == [v.results for v in shop_audit.variants]
+    shared_builds = len(built)
+    built.clear()
+    audit_target(shop.make_spec(), DEFECT_VARIANTS)
+    assert shared_builds * 20 < len(built)
