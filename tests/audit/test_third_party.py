@@ -227,3 +227,16 @@ def test_shared_starts_build_each_start_once_and_change_no_result(
     built.clear()
     audit_target(shop.make_spec(), DEFECT_VARIANTS)
     assert shared_builds * 20 < len(built)
+
+
+def test_replay_correction_on_the_shop_reproduces_the_mechanism(shop: ModuleType) -> None:
+    from cavbench.audit import Agent, record_episodes, replay_records
+
+    spec = shop.make_spec()
+    defective = spec.natives[0].factory
+    records = record_episodes(defective, target="shop", repetitions=3)
+    episodes = replay_records(records, spec.correct)
+    assert (sum(e.before.passed for e in episodes), len(episodes)) == (54, 54)
+    assert sum(e.after.passed for e in episodes) == 18
+    nothing = [e for e in episodes if e.agent is Agent.DO_NOTHING]
+    assert (sum(e.before.passed for e in nothing), sum(e.after.passed for e in nothing)) == (18, 0)
