@@ -47,7 +47,8 @@ class Progress:
 
 def default_jobs() -> int:
     """Worker processes by default: the CPUs this process may use, at most 4."""
-    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1))
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(4, usable or 1))
 
 
 _CACHE: dict[AuditJob, tuple[TargetSpec, AuditPlan]] = {}
