@@ -49,6 +49,20 @@ class ClosedState:
     effects: str | None
     added: int
     """Log entries the closing action added (at least one is always allowed)."""
+    log: tuple[str, ...] = ()
+    """The log after it (its closing entry logged as a tool call, not as the close)."""
+
+    def matches(self, before: StateDigest, after: StateDigest) -> bool:
+        """``after`` is ``before`` plus the closing action's own effect and log entries:
+        the same world, and the log either ``before``'s plus at most ``added`` entries or
+        this log but for one entry (the closing turn, logged with another kind)."""
+        if after.world != self.world or after.effects != self.effects:
+            return False
+        n = len(before.log)
+        if after.log[:n] == before.log and len(after.log) - n <= self.added:
+            return True
+        differ = sum(a != b for a, b in zip(after.log, self.log, strict=False))
+        return len(after.log) == len(self.log) and differ <= 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +193,7 @@ def _closed(target: AuditTarget, tp: TaskPlan, trajectory: Trajectory) -> Closed
     before = len(target.read_state().log)
     target.apply(replace(tp.closing, kind=ActionKind.TOOL))
     after = target.read_state()
-    return ClosedState(after.world, after.effects, max(1, len(after.log) - before))
+    return ClosedState(after.world, after.effects, max(1, len(after.log) - before), after.log)
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,13 +484,7 @@ def check_inv5(factory: TargetFactory, plan: AuditPlan) -> CheckResult:
             except Exception as exc:  # scoring inside the closing turn may crash; state counts
                 raised = f" (and the closing action raised {type(exc).__name__})"
             after = target.read_state()
-            n = len(before.log)
-            if (
-                after.world != expected.world
-                or after.effects != expected.effects
-                or after.log[:n] != before.log
-                or not 0 <= len(after.log) - n <= expected.added
-            ):
+            if not expected.matches(before, after):
                 change = _state_change(before, after)
                 tally.fail(
                     tp.task, where, f"ending the session changed the state ({change}){raised}"

@@ -240,3 +240,18 @@ def test_replay_correction_on_the_shop_reproduces_the_mechanism(shop: ModuleType
     assert sum(e.after.passed for e in episodes) == 18
     nothing = [e for e in episodes if e.agent is Agent.DO_NOTHING]
     assert (sum(e.before.passed for e in nothing), sum(e.after.passed for e in nothing)) == (18, 0)
+
+
+def test_inv5_allows_the_closing_turns_own_effect_and_nothing_else() -> None:
+    from cavbench.audit import StateDigest
+    from cavbench.audit._checks import ClosedState
+
+    before = StateDigest("w0", ("a", "b"))
+    closed = ClosedState("w1", None, 1, ("a", "b", "close-as-tool"))
+    assert closed.matches(before, StateDigest("w1", ("a", "b", "close")))
+    assert not closed.matches(before, StateDigest("w0", ("a", "b", "close")))  # effect missing
+    assert not closed.matches(before, StateDigest("w1", ("a", "b", "close", "gold")))
+    # an event the closing tool records lands before the action entries: one entry differs
+    evented = ClosedState("w1", None, 2, ("a", "ev", "b", "close-as-tool"))
+    assert evented.matches(before, StateDigest("w1", ("a", "ev", "b", "close")))
+    assert not evented.matches(before, StateDigest("w1", ("x", "ev", "b", "close")))
