@@ -36,6 +36,7 @@ from cavbench.tables._schema import (
     collected_schema,
     schema_for,
 )
+from cavbench.tables._verify import SweepLayout, VerifiedSweep, verify_collected, verify_sweep
 
 __all__ = [
     "CELL_COLUMN",
@@ -58,11 +59,13 @@ __all__ = [
     "RecomputeReport",
     "SeedBlock",
     "SweepError",
+    "SweepLayout",
     "SweepManifest",
     "Table",
     "TableError",
     "TableRecord",
     "VerdictDifference",
+    "VerifiedSweep",
     "WrittenTable",
     "build_table",
     "cell_dirs",
@@ -77,6 +80,8 @@ __all__ = [
     "recompute",
     "schema_for",
     "verify_cell",
+    "verify_collected",
+    "verify_sweep",
     "write_manifest",
     "write_table",
 ]

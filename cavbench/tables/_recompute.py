@@ -20,17 +20,16 @@ import pyarrow.parquet as pq
 
 from cavbench.evaluation import ScoringRule, evaluate
 from cavbench.scenarios import ScenarioPack, load_pack
-from cavbench.tables._collect import COLLECTED_DIR, cell_dirs, verify_cell
 from cavbench.tables._errors import SweepError
-from cavbench.tables._io import check_table_file, read_table
+from cavbench.tables._io import read_table
 from cavbench.tables._manifest import (
-    MANIFEST_NAME,
     PackRecord,
     read_cell_manifest,
     read_sweep_manifest,
 )
 from cavbench.tables._rows import dimension_statuses, finding_fields, rebuild_trace, verdict_fields
 from cavbench.tables._schema import CELL_COLUMN, SCHEMAS, Table
+from cavbench.tables._verify import SweepLayout, verify_sweep
 
 _ROWS = dict[str, list[dict[str, Any]]]
 """episode_id -> that episode's rows of one table."""
@@ -171,20 +170,8 @@ def _compare(
     return len(episodes), differences
 
 
-def _cells_from_folders(sweep_dir: Path, allow_incomplete: bool) -> Iterator[_CellTables]:
-    directories = cell_dirs(sweep_dir)
-    bad = [(d, verify_cell(d)) for d in directories]
-    bad = [(d, p) for d, p in bad if p]
-    if bad and not allow_incomplete:
-        listed = "; ".join(f"{d.relative_to(sweep_dir).as_posix()}: {p[0]}" for d, p in bad[:5])
-        raise SweepError(
-            f"{sweep_dir}: {len(bad)} cell(s) are not complete ({listed}) (fix: run the same "
-            "sweep command again to finish them, or pass --allow-incomplete to skip them)"
-        )
-    skip = {d for d, _ in bad}
+def _cells_from_folders(directories: Sequence[Path]) -> Iterator[_CellTables]:
     for directory in directories:
-        if directory in skip:
-            continue
         manifest = read_cell_manifest(directory)
         if manifest.pack is None:
             continue
@@ -198,10 +185,8 @@ def _cells_from_folders(sweep_dir: Path, allow_incomplete: bool) -> Iterator[_Ce
 
 
 def _cells_from_collected(collected: Path) -> Iterator[_CellTables]:
-    manifest = read_sweep_manifest(collected)
+    manifest = read_sweep_manifest(collected)  # verified by verify_sweep beforehand
     paths = {table: collected / manifest.tables[table.value].file for table in Table}
-    for table, path in paths.items():
-        check_table_file(path, table, collected=True)
     for summary in manifest.cells:
         # Each cell is one row group of each merged file, so the filter reads only that cell.
         rows = {
@@ -220,17 +205,12 @@ def recompute(
     when it has no cells) and report every value that differs from the record."""
     sweep_dir = Path(sweep_dir)
     chosen = ScoringRule(rule) if rule is not None else None
-    if not sweep_dir.is_dir():
-        raise SweepError(f"{sweep_dir}: no such sweep folder")
-    groups: Iterator[_CellTables]
-    if cell_dirs(sweep_dir):
-        groups = _cells_from_folders(sweep_dir, allow_incomplete)
-    elif (sweep_dir / MANIFEST_NAME).is_file():
-        groups = _cells_from_collected(sweep_dir)
-    elif (sweep_dir / COLLECTED_DIR / MANIFEST_NAME).is_file():
-        groups = _cells_from_collected(sweep_dir / COLLECTED_DIR)
-    else:
-        raise SweepError(f"{sweep_dir}: no cells and no collected tables to recompute")
+    verified = verify_sweep(sweep_dir, allow_incomplete=allow_incomplete)
+    groups = (
+        _cells_from_collected(verified.read_from)
+        if verified.layout is SweepLayout.COLLECTED
+        else _cells_from_folders(verified.cells)
+    )
     cache: dict[str, ScenarioPack] = {}
     n_cells = n_episodes = 0
     differences: list[VerdictDifference] = []
