@@ -176,7 +176,7 @@ def test_errors_name_the_folder(tmp_path: Path, capsys: pytest.CaptureFixture[st
     (tmp_path / "empty").mkdir()
     with pytest.raises(SweepError, match="no complete cell"):
         collect(tmp_path / "empty")
-    with pytest.raises(SweepError, match=r"nothing to recompute|no cells"):
+    with pytest.raises(SweepError, match=r"nothing to recompute|no cells|no complete cell"):
         recompute(tmp_path / "empty")
 
 
