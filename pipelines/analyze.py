@@ -452,7 +452,7 @@ def run_analyze(
             factor_columns=tables.factor_columns,
             parameters=AnalysisParameters.of(options),
             library_versions=library_versions(),
-            provenance={k: facts[k] for k in ("cavbench_version", "git_commit")},
+            provenance={k: facts[k] for k in ("cavbench_version", "git_commit", "git_dirty")},
             outputs=file_records(written, staging),
         )
         (staging / ANALYSIS_MANIFEST).write_text(manifest_json(manifest), encoding="utf-8")

@@ -7,15 +7,21 @@ Order of writes, so that nothing half done is ever read as done:
 3. each table is written to a temporary file and renamed into place;
 4. `manifest.json` is rewritten last with status `COMPLETE`, row counts and checksums.
 
+A job holds the cell's lock (`.cell.lock`, `filelock`) from the skip check to the last
+write, so two sweeps into one folder never write one cell at once: the second waits, then
+finds the cell complete and skips it.
+
 A job that fails (a bad pack, an adapter that cannot be built, a full disk) writes status
 `FAILED`, its traceback into the manifest and `traceback.txt`, and re-raises so that Hydra
-reports it. An adapter raising *inside* an episode is not a job failure: the runner records
+reports it; on a full disk the partial tables are removed first, so the record fits. An adapter raising *inside* an episode is not a job failure: the runner records
 the error on the episode, which is scored as failed, and the cell goes on.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import sys
 import traceback
 from collections.abc import Iterator, Mapping
@@ -23,7 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock, Timeout
+from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
+from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 from tqdm import tqdm
@@ -32,8 +41,17 @@ from cavbench.adapters import ExecutionAdapter
 from cavbench.errors import ConfigError
 from cavbench.evaluation import ScoringRule, evaluate
 from cavbench.runner import relaxed_gc, run_episode, select
-from cavbench.scenarios import Scenario, load_pack
-from cavbench.study._cell import CellKeys, cell_keys, config_hash, job_config
+from cavbench.scenarios import Scenario, ScenarioPack, load_pack
+from cavbench.study._cell import (
+    AdapterSource,
+    CellKeys,
+    adapter_source,
+    cell_keys,
+    check_sweep_name,
+    config_hash,
+    job_config,
+    takes_profile,
+)
 from cavbench.tables import (
     TRACEBACK_NAME,
     AdapterRecord,
@@ -44,6 +62,7 @@ from cavbench.tables import (
     EpisodeKey,
     PackRecord,
     SeedBlock,
+    Table,
     TableError,
     TableRecord,
     read_cell_manifest,
@@ -52,7 +71,11 @@ from cavbench.tables import (
     write_table,
 )
 from cavbench.tables._collect import current_provenance
-from cavbench.tables._io import TMP_MARKER
+from cavbench.tables._io import TMP_MARKER, replace_atomically
+
+LOCK_NAME = ".cell.lock"
+PACKS_DIR = ".packs"
+"""Folder of a sweep holding each pack it ran, by digest (so `recompute` needs no pack)."""
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +97,7 @@ class CellPlan:
     profile: str
     adapter_name: str
     adapter_factory: Mapping[str, Any] = field(default_factory=dict)
+    adapter_source: AdapterSource | None = None
     overwrite: bool = False
     progress: bool = True
 
@@ -107,10 +131,12 @@ class CellPlan:
                 "(fix: set _target_ to the import path of a callable returning an ExecutionAdapter)"
             )
         output = cfg.output
+        name = check_sweep_name(str(output.name))
+        target = factory["_target_"]
         return cls(
             keys=keys,
-            sweep=str(output.name),
-            sweep_dir=Path(str(output.root)) / str(output.name),
+            sweep=name,
+            sweep_dir=_sweep_dir(Path(str(output.root)) / name, keys),
             config=config,
             config_hash=config_hash(config),
             pack_ref=str(cfg.scenarios.pack),
@@ -121,6 +147,7 @@ class CellPlan:
             profile=keys.as_dict()["profile"],
             adapter_name=str(cfg.adapter.name),
             adapter_factory=factory,
+            adapter_source=adapter_source(target) if isinstance(target, str) else None,
             overwrite=bool(output.overwrite),
             progress=bool(output.progress),
         )
@@ -145,9 +172,28 @@ def _episodes(plan: CellPlan, scenarios: list[Scenario]) -> Iterator[tuple[Scena
                 yield scenario, seed, repetition
 
 
+def _sweep_dir(configured: Path, keys: CellKeys) -> Path:
+    """The sweep's folder: Hydra's `hydra.sweep.dir` in a multirun (so an override moves the
+    tables with Hydra's own files), the part of `hydra.run.dir` above the cell in a single
+    run, else `output.root/output.name` (in-process runs, tests)."""
+    if not HydraConfig.initialized():
+        return configured
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        return Path(str(hydra_cfg.sweep.dir))
+    run_dir = Path(str(hydra_cfg.run.dir))
+    cell = Path(keys.path).parts
+    if run_dir.parts[-len(cell) :] == cell:
+        return Path(*run_dir.parts[: -len(cell)])
+    return run_dir
+
+
 def _build_adapter(plan: CellPlan) -> ExecutionAdapter:
+    kwargs = dict(plan.adapter_factory)
+    if "profile" not in kwargs and takes_profile(kwargs):
+        kwargs["profile"] = plan.profile  # only a factory that takes one (the baseline engine)
     try:
-        adapter = instantiate(dict(plan.adapter_factory))
+        adapter = instantiate(kwargs)
     except InstantiationException as exc:
         raise ConfigError(
             f"adapter {plan.adapter_name!r}: cannot build it from adapter.factory "
@@ -182,6 +228,14 @@ def _skip_reason(plan: CellPlan) -> str | None:
     if existing.status is not CellStatus.COMPLETE:
         log.info("%s: found status %s, redoing the cell", plan.cell, existing.status.value)
         return None
+    changed = _adapter_changed(plan, existing)
+    if changed:
+        log.warning(
+            "%s: the adapter's code changed since this cell ran (%s): REDOING the cell",
+            plan.cell,
+            changed,
+        )
+        return None
     problems = verify_cell(plan.cell_dir, existing)
     if problems:
         log.warning(
@@ -189,6 +243,20 @@ def _skip_reason(plan: CellPlan) -> str | None:
         )
         return None
     return f"complete, {existing.n_episodes} episodes, checksums verified"
+
+
+def _adapter_changed(plan: CellPlan, existing: CellManifest) -> str | None:
+    """How a custom adapter differs from the one that made a complete cell (None: same)."""
+    recorded = existing.adapter
+    source = plan.adapter_source
+    if recorded is None or source is None:
+        return None
+    if recorded.source_sha256 != source.sha256:
+        return f"{source.module} was {recorded.source_sha256}, is now {source.sha256}"
+    version = str(_build_adapter(plan).version)
+    if version != recorded.version:
+        return f"adapter version was {recorded.version}, is now {version}"
+    return None
 
 
 def _remove_stale_tmp(directory: Path) -> None:
@@ -199,6 +267,40 @@ def _remove_stale_tmp(directory: Path) -> None:
 def run_cell(cfg: DictConfig) -> CellResult:
     """Run one cell as configured, or skip it when it is already complete and intact."""
     plan = CellPlan.from_config(cfg)
+    plan.cell_dir.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(plan.cell_dir / LOCK_NAME)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        log.warning("%s: another sweep is writing this cell; waiting for it", plan.cell)
+        lock.acquire()
+    try:
+        return _run_locked(plan)
+    finally:
+        lock.release()
+
+
+def _record_failure(directory: Path, manifest: CellManifest, text: str) -> None:
+    """Record a failed job in its manifest and `traceback.txt`, even on a full disk: the
+    partial tables are removed first, and each record is written whole or not at all."""
+    _remove_stale_tmp(directory)
+    for table in Table:
+        (directory / table.filename).unlink(missing_ok=True)
+    failed = manifest.model_copy(update={"status": CellStatus.FAILED, "error": text})
+    try:
+        write_manifest(directory, failed)
+    except OSError as exc:
+        log.error("%s: cannot record the failure in the manifest (%s)", directory, exc)
+    try:
+        replace_atomically(directory / TRACEBACK_NAME, text.encode("utf-8"))
+    except OSError as exc:
+        (directory / TRACEBACK_NAME).unlink(missing_ok=True)
+        log.error(
+            "%s: cannot write %s (%s); the error was:\n%s", directory, TRACEBACK_NAME, exc, text
+        )
+
+
+def _run_locked(plan: CellPlan) -> CellResult:
     reason = _skip_reason(plan)
     if reason is not None:
         log.info("%s: skipped (%s)", plan.cell, reason)
@@ -212,8 +314,7 @@ def run_cell(cfg: DictConfig) -> CellResult:
             existing.n_errors,
         )
     directory = plan.cell_dir
-    directory.mkdir(parents=True, exist_ok=True)
-    _remove_stale_tmp(directory)
+    _remove_stale_tmp(directory)  # ours alone: we hold the cell's lock
     (directory / TRACEBACK_NAME).unlink(missing_ok=True)
     manifest = CellManifest(
         status=CellStatus.RUNNING,
@@ -228,15 +329,12 @@ def run_cell(cfg: DictConfig) -> CellResult:
         config=plan.config,
         config_hash=plan.config_hash,
     )
-    write_manifest(directory, manifest)
     try:
+        write_manifest(directory, manifest)
         manifest = _run(plan, manifest)
     except Exception:
         text = traceback.format_exc()
-        (directory / TRACEBACK_NAME).write_text(text, encoding="utf-8")
-        write_manifest(
-            directory, manifest.model_copy(update={"status": CellStatus.FAILED, "error": text})
-        )
+        _record_failure(directory, manifest, text)
         log.error("%s: FAILED (traceback in %s)", plan.cell, directory / TRACEBACK_NAME)
         raise
     log.info(
@@ -248,6 +346,26 @@ def run_cell(cfg: DictConfig) -> CellResult:
     return CellResult(
         plan.cell, str(directory), manifest.status, False, manifest.n_episodes, manifest.n_errors
     )
+
+
+def _store_pack(pack: ScenarioPack, sweep_dir: Path) -> str:
+    """Copy the pack's files into `sweep_dir/.packs/<digest>/` (once per digest) and return
+    that folder relative to the sweep, so `recompute` can re-score anywhere."""
+    relative = f"{PACKS_DIR}/{pack.digest.removeprefix('sha256:')}"
+    target = sweep_dir / relative
+    if (target / "pack.json").is_file():
+        return relative
+    staging = sweep_dir / PACKS_DIR / f"{TMP_MARKER}{os.getpid()}-{pack.digest[-12:]}"
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "scenarios").mkdir(parents=True)
+    shutil.copy2(pack.source / "pack.json", staging / "pack.json")
+    for file in sorted((pack.source / "scenarios").glob("*.json")):
+        shutil.copy2(file, staging / "scenarios" / file.name)
+    try:
+        staging.rename(target)
+    except OSError:  # another cell stored the same pack first
+        shutil.rmtree(staging, ignore_errors=True)
+    return relative
 
 
 def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
@@ -263,12 +381,18 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
     manifest = manifest.model_copy(
         update={
             "pack": PackRecord(
-                ref=plan.pack_ref, id=pack.pack_id, version=pack.pack_version, digest=pack.digest
+                ref=plan.pack_ref,
+                id=pack.pack_id,
+                version=pack.pack_version,
+                digest=pack.digest,
+                stored=_store_pack(pack, plan.sweep_dir),
             ),
             "adapter": AdapterRecord(
                 name=plan.adapter_name,
                 reported_name=str(adapter.name),
                 version=str(adapter.version),
+                source_module=None if plan.adapter_source is None else plan.adapter_source.module,
+                source_sha256=None if plan.adapter_source is None else plan.adapter_source.sha256,
             ),
             "scenario_ids": tuple(s.id for s in scenarios),
         }

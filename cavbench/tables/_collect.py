@@ -53,6 +53,7 @@ def current_provenance() -> Provenance:
     return Provenance(
         cavbench_version=str(facts["cavbench_version"]),
         git_commit=facts["git_commit"],
+        git_dirty=None if facts["git_dirty"] is None else facts["git_dirty"] == "true",
         python_version=str(facts["python_version"]),
         platform=str(facts["platform"]),
     )

@@ -20,15 +20,19 @@ from cavbench.tables import collect
 from pipelines.cli import register
 
 DIRECT = "profile=direct/adapter=baseline/pack_id=mock/scenarios=all/scoring_rule=v1/seeds=0-1"
-FULL = "profile=full_lifecycle/adapter=baseline/pack_id=mock/scenarios=all/scoring_rule=v1/seeds=0-1"
+FULL = (
+    "profile=full_lifecycle/adapter=baseline/pack_id=mock/scenarios=all/scoring_rule=v1/seeds=0-1"
+)
 
 
 def _analyze(sweep: Path, out: Path, *extra: str) -> list[str]:
     parser = argparse.ArgumentParser(prog="cavbench")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(
-        ["analyze", str(sweep), "--out", str(out), "--resamples", "100", "--quiet"]
-        + ["--figure-formats", "svg", *extra]
+        [
+            *("analyze", str(sweep), "--out", str(out), "--resamples", "100", "--quiet"),
+            *("--figure-formats", "svg", *extra),
+        ]
     )
     return [str(args.func(args))]
 
@@ -85,7 +89,10 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
     "flipped-value": (lambda s: _flip(s / DIRECT / "episodes.parquet"), "content checksum"),
     "swapped-tables": (_swap, "verdicts.parquet"),
     "emptied-table": (lambda s: _empty(s / DIRECT / "events.parquet"), "events.parquet has 0 rows"),
-    "deleted-table": (lambda s: (s / DIRECT / "ledger.parquet").unlink(), "ledger.parquet is missing"),
+    "deleted-table": (
+        lambda s: (s / DIRECT / "ledger.parquet").unlink(),
+        "ledger.parquet is missing",
+    ),
     "truncated-table": (lambda s: _truncate(s / DIRECT / "events.parquet"), "events.parquet"),
     "failed-before-tables": (_failed_cell, "status is FAILED"),
     "lost-manifest": (lambda s: (s / FULL / "manifest.json").unlink(), "without a manifest.json"),
@@ -159,7 +166,8 @@ def test_one_flag_name_across_collect_recompute_and_analyze() -> None:
     parser = build_parser([])
     for command in ("collect", "recompute", "analyze"):
         sub = next(
-            a for a in parser._subparsers._group_actions[0].choices[command]._actions  # type: ignore[union-attr]
+            a
+            for a in parser._subparsers._group_actions[0].choices[command]._actions  # type: ignore[union-attr]
             if "--allow-incomplete" in a.option_strings
         )
         assert sub.dest == "allow_incomplete"
