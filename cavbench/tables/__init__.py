@@ -24,7 +24,7 @@ from cavbench.tables._manifest import (
     read_sweep_manifest,
     write_manifest,
 )
-from cavbench.tables._recompute import RecomputeReport, VerdictDifference, recompute
+from cavbench.tables._recompute import RateChange, RecomputeReport, VerdictDifference, recompute
 from cavbench.tables._rows import CellContext, CellTables, EpisodeKey, rebuild_trace
 from cavbench.tables._schema import (
     CELL_COLUMN,
@@ -56,6 +56,7 @@ __all__ = [
     "EpisodeKey",
     "PackRecord",
     "Provenance",
+    "RateChange",
     "RecomputeReport",
     "SeedBlock",
     "SweepError",
