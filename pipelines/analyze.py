@@ -15,6 +15,7 @@ The computing half (:func:`compute_analysis`) is shared with :mod:`pipelines.pap
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -75,6 +76,7 @@ class AnalyzeOptions:
     """Everything that changes the numbers of an analysis (all recorded in the manifest)."""
 
     group_by: tuple[str, ...] = ("profile",)
+    """Columns the metrics are grouped by; empty: chosen from the data (`default_group_by`)."""
     where: tuple[tuple[str, str], ...] = ()
     """``(column, value)`` filters applied first (values compared as text)."""
     bootstrap: BootstrapConfig = DEFAULT_CONFIG
@@ -89,8 +91,24 @@ class AnalyzeOptions:
     """Leave out cells that are unfinished or fail their checksums (listed) instead of refusing."""
 
     def __post_init__(self) -> None:
-        if not self.group_by:
-            raise AnalysisConfigError("group_by needs at least one column (e.g. profile)")
+        if isinstance(self.group_by, str):
+            raise AnalysisConfigError("group_by is a tuple of column names, e.g. ('profile',)")
+
+
+def default_group_by(episodes: pl.DataFrame) -> tuple[str, ...]:
+    """`profile` for the baseline profiles; `adapter` when the adapters differ and carry no
+    profile (custom adapters' cells have profile `none`); both when both vary."""
+    varying = [
+        c for c in ("adapter", "profile") if c in episodes.schema and episodes[c].n_unique() > 1
+    ]
+    profiles = (
+        set(episodes["profile"].unique().to_list()) if "profile" in episodes.schema else set()
+    )
+    if "adapter" in varying and ("profile" not in varying or profiles <= {"none"}):
+        return ("adapter",)
+    if varying == ["adapter", "profile"]:
+        return ("adapter", "profile")
+    return ("profile",)
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,7 +180,7 @@ def compute_analysis(
     """Run every analysis over the tables (no file is read or written). ``on_stage`` is told
     the name of each stage as it starts (progress)."""
     episodes = apply_filters(episodes, options.where)
-    group_by = options.group_by
+    group_by = options.group_by or default_group_by(episodes)
     check_single_valued(episodes, [*UNPOOLABLE_COLUMNS, *factor_columns], group_by)
     config = options.bootstrap
     on_stage("headline intervals")
@@ -433,6 +451,10 @@ def run_analyze(
         on_stage("read tables")
         tables = read_sweep(sweep_dir, skip_incomplete=options.allow_incomplete)
         left_out = tables.skipped_cells
+    if not options.group_by:
+        chosen = default_group_by(apply_filters(tables.episodes, options.where))
+        options = dataclasses.replace(options, group_by=chosen)
+        on_stage(f"grouping by {','.join(chosen)}")
     bundle = compute_analysis(
         tables.episodes,
         tables.verdicts,
@@ -474,6 +496,7 @@ __all__ = [
     "apply_filters",
     "check_replaceable",
     "compute_analysis",
+    "default_group_by",
     "file_records",
     "library_versions",
     "manifest_json",

@@ -122,7 +122,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("sweep_dir", type=Path, help="sweep output directory (or a folder of tables)")
     p.add_argument("--out", type=Path, required=True, help="output directory (replaced)")
-    p.add_argument("--group-by", type=_csv, default=("profile",), help="comma list (profile)")
+    p.add_argument(
+        "--group-by",
+        type=_csv,
+        default=(),
+        help="comma list of columns (default: profile; adapter for custom adapters' cells, "
+        "which carry profile=none; adapter,profile when both vary)",
+    )
     p.add_argument(
         "--where",
         type=_where,

@@ -171,3 +171,44 @@ def test_one_flag_name_across_collect_recompute_and_analyze() -> None:
             if "--allow-incomplete" in a.option_strings
         )
         assert sub.dest == "allow_incomplete"
+
+
+def test_default_grouping_follows_what_varies() -> None:
+    import polars as pl
+
+    from pipelines.analyze import default_group_by
+
+    def frame(pairs: list[tuple[str, str]]) -> pl.DataFrame:
+        return pl.DataFrame({"adapter": [a for a, _ in pairs], "profile": [p for _, p in pairs]})
+
+    assert default_group_by(frame([("baseline", "direct"), ("baseline", "reconciled")])) == (
+        "profile",
+    )
+    assert default_group_by(frame([("mine", "none"), ("yours", "none")])) == ("adapter",)
+    assert default_group_by(frame([("baseline", "direct"), ("mine", "none")])) == (
+        "adapter",
+        "profile",
+    )
+
+
+def test_custom_adapter_cells_are_grouped_by_adapter(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("copy_a", "copy_b"):
+        run_cell(
+            compose(
+                [
+                    "scenarios=mock",
+                    "output.progress=false",
+                    f"output.root={tmp_path}",
+                    "output.name=s",
+                    f"adapter.name={name}",
+                    "adapter.factory._target_=tests.sweep.adapters.reconciled_copy",
+                ]
+            )
+        )
+    assert _analyze(tmp_path / "s", tmp_path / "out") == ["0"]
+    out = capsys.readouterr().out
+    assert "| copy_a" in out
+    assert "| copy_b" in out
+    assert "none" not in out.split("\n\n")[0]

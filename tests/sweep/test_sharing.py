@@ -46,7 +46,7 @@ def test_a_second_sweep_waits_for_the_cells_lock_then_skips_the_cell(
         worker.join(timeout=30)
     assert "another sweep is writing this cell" in caplog.text
     [second] = results
-    assert getattr(second, "skipped") is True
+    assert second.skipped is True
     assert (cell / "manifest.json").read_bytes() == manifest_before
 
 
