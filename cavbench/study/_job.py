@@ -42,6 +42,7 @@ from cavbench.errors import ConfigError
 from cavbench.evaluation import ScoringRule, evaluate
 from cavbench.runner import relaxed_gc, run_episode, select
 from cavbench.scenarios import Scenario, ScenarioPack, load_pack
+from cavbench.study import _progress as progress
 from cavbench.study._cell import (
     AdapterSource,
     CellKeys,
@@ -411,7 +412,7 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
     bar = tqdm(
         _episodes(plan, scenarios),
         total=total,
-        desc=plan.cell,
+        desc=_short_label(plan),
         unit="ep",
         leave=False,
         disable=not (plan.progress and sys.stderr.isatty()),
@@ -452,6 +453,17 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
     return final
 
 
+def _short_label(plan: CellPlan) -> str:
+    """The episode bar's label: the cell's profile or adapter, clipped so that the counts,
+    rate and ETA fit in 80 columns (the full cell path is in the log)."""
+    keys = plan.keys.as_dict()
+    label = keys["adapter"] if keys["profile"] == "none" else keys["profile"]
+    return label if len(label) <= 20 else label[:19] + "…"
+
+
 def task(cfg: DictConfig) -> CellResult:
-    """The Hydra task function behind `python -m cavbench.sweep` (one call per cell)."""
-    return run_cell(cfg)
+    """The Hydra task function behind `cavbench-sweep` (one call per cell)."""
+    result = run_cell(cfg)
+    if bool(cfg.output.progress):
+        progress.report(CellPlan.from_config(cfg).sweep_dir)
+    return result
