@@ -95,20 +95,42 @@ class AnalyzeOptions:
             raise AnalysisConfigError("group_by is a tuple of column names, e.g. ('profile',)")
 
 
+SYSTEM = "system"
+"""Derived column naming what acted: the profile for the baseline engine, the adapter's name
+for a custom adapter (`adapter/profile` for a custom adapter that takes a profile)."""
+
+
 def default_group_by(episodes: pl.DataFrame) -> tuple[str, ...]:
-    """`profile` for the baseline profiles; `adapter` when the adapters differ and carry no
-    profile (custom adapters' cells have profile `none`); both when both vary."""
+    """`profile` for the baseline profiles; `adapter` when only the adapters differ (custom
+    adapters' cells carry profile `none`); the derived `system` column when both vary (the
+    baseline profiles beside custom adapters), so each is one level of one contrast.
+
+    >>> default_group_by(pl.DataFrame({"adapter": ["baseline", "mine"], "profile": ["direct", "none"]}))
+    ('system',)
+    """
     varying = [
         c for c in ("adapter", "profile") if c in episodes.schema and episodes[c].n_unique() > 1
     ]
-    profiles = (
-        set(episodes["profile"].unique().to_list()) if "profile" in episodes.schema else set()
-    )
-    if "adapter" in varying and ("profile" not in varying or profiles <= {"none"}):
+    if varying == ["adapter"]:
         return ("adapter",)
+    if varying == ["adapter", "profile"] and SYSTEM not in episodes.schema:
+        return (SYSTEM,)
     if varying == ["adapter", "profile"]:
         return ("adapter", "profile")
     return ("profile",)
+
+
+def with_system(episodes: pl.DataFrame) -> pl.DataFrame:
+    """`episodes` with the derived `system` column (see `SYSTEM`)."""
+    adapter, profile = pl.col("adapter"), pl.col("profile")
+    return episodes.with_columns(
+        pl.when(adapter == "baseline")
+        .then(profile)
+        .when(profile == "none")
+        .then(adapter)
+        .otherwise(pl.concat_str([adapter, profile], separator="/"))
+        .alias(SYSTEM)
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -181,6 +203,8 @@ def compute_analysis(
     the name of each stage as it starts (progress)."""
     episodes = apply_filters(episodes, options.where)
     group_by = options.group_by or default_group_by(episodes)
+    if SYSTEM in group_by and SYSTEM not in episodes.schema:
+        episodes = with_system(episodes)
     check_single_valued(episodes, [*UNPOOLABLE_COLUMNS, *factor_columns], group_by)
     config = options.bootstrap
     on_stage("headline intervals")
@@ -497,6 +521,7 @@ __all__ = [
     "check_replaceable",
     "compute_analysis",
     "default_group_by",
+    "with_system",
     "file_records",
     "library_versions",
     "manifest_json",

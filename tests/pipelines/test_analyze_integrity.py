@@ -185,10 +185,7 @@ def test_default_grouping_follows_what_varies() -> None:
         "profile",
     )
     assert default_group_by(frame([("mine", "none"), ("yours", "none")])) == ("adapter",)
-    assert default_group_by(frame([("baseline", "direct"), ("mine", "none")])) == (
-        "adapter",
-        "profile",
-    )
+    assert default_group_by(frame([("baseline", "direct"), ("mine", "none")])) == ("system",)
 
 
 def test_custom_adapter_cells_are_grouped_by_adapter(
