@@ -20,9 +20,9 @@ the error on the episode, which is scored as failed, and the cell goes on.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import sys
+import tempfile
 import traceback
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -356,9 +356,10 @@ def _store_pack(pack: ScenarioPack, sweep_dir: Path) -> str:
     target = sweep_dir / relative
     if (target / "pack.json").is_file():
         return relative
-    staging = sweep_dir / PACKS_DIR / f"{TMP_MARKER}{os.getpid()}-{pack.digest[-12:]}"
-    shutil.rmtree(staging, ignore_errors=True)
-    (staging / "scenarios").mkdir(parents=True)
+    (sweep_dir / PACKS_DIR).mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=TMP_MARKER, dir=sweep_dir / PACKS_DIR))
+    staging.chmod(0o755)  # mkdtemp makes it private; a sweep folder is meant to be shared
+    (staging / "scenarios").mkdir()
     shutil.copy2(pack.source / "pack.json", staging / "pack.json")
     for file in sorted((pack.source / "scenarios").glob("*.json")):
         shutil.copy2(file, staging / "scenarios" / file.name)
