@@ -78,18 +78,21 @@ def test_output_name_must_be_one_folder_under_the_root(config: Config, name: str
         run_cell(config("profile=direct", f"output.name='{name}'"))
 
 
-def test_sweep_arguments_checked_before_hydra() -> None:
+def test_sweep_arguments_checked_before_hydra(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "seeds.cout" in (check_arguments(["+seeds.cout=3"]) or "")
+    assert "output.nme" in (check_arguments(["++output.nme=x"]) or "")
     assert check_arguments(["+factors.temperature=0.5", "+adapter.factory.delay=1"]) is None
-    assert check_arguments(["seeds.count=3", "-m"]) is None
-    problem = check_arguments(["hydra/launcher=slurm"])
-    try:
-        import hydra_plugins.hydra_submitit_launcher  # noqa: F401
-    except ImportError:
-        assert problem is not None
-        assert "pip install 'cavbench[slurm]'" in problem
-    else:
-        assert problem is None
+    assert check_arguments(["seeds.count=3", "-m", "+experiment=smoke"]) is None
+    from cavbench import sweep
+
+    monkeypatch.setattr(sweep, "_importable", lambda name: False)  # as without the extras
+    for launcher in ("slurm", "ray"):
+        problem = check_arguments([f"hydra/launcher={launcher}"])
+        assert problem == (
+            f"hydra/launcher={launcher} needs the [{launcher}] extra, which is not installed "
+            f"(fix: pip install 'cavbench[{launcher}]')"
+        )
+    assert check_arguments(["hydra/launcher=joblib"]) is None
 
 
 @pytest.fixture
