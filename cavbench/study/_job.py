@@ -13,26 +13,22 @@ finds the cell complete and skips it.
 
 A job that fails (a bad pack, an adapter that cannot be built, a full disk) writes status
 `FAILED`, its traceback into the manifest and `traceback.txt`, and re-raises so that Hydra
-reports it; on a full disk the partial tables are removed first, so the record fits. An adapter raising *inside* an episode is not a job failure: the runner records
-the error on the episode, which is scored as failed, and the cell goes on.
+reports it (on a full disk the partial tables are removed first, so the record fits). An
+adapter raising *inside* an episode is not a job failure: the runner records the error on
+the episode, which is scored as failed, and the cell goes on.
 """
 
 from __future__ import annotations
 
 import logging
-import shutil
 import sys
-import tempfile
 import traceback
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
-from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 from tqdm import tqdm
@@ -41,7 +37,7 @@ from cavbench.adapters import ExecutionAdapter
 from cavbench.errors import ConfigError
 from cavbench.evaluation import ScoringRule, evaluate
 from cavbench.runner import relaxed_gc, run_episode, select
-from cavbench.scenarios import Scenario, ScenarioPack, load_pack
+from cavbench.scenarios import Scenario, load_pack
 from cavbench.study import _progress as progress
 from cavbench.study._cell import (
     AdapterSource,
@@ -53,6 +49,13 @@ from cavbench.study._cell import (
     job_config,
     takes_profile,
 )
+from cavbench.study._sharing import (
+    cell_lock,
+    record_failure,
+    remove_stale_tmp,
+    store_pack,
+    sweep_dir,
+)
 from cavbench.tables import (
     TRACEBACK_NAME,
     AdapterRecord,
@@ -63,7 +66,6 @@ from cavbench.tables import (
     EpisodeKey,
     PackRecord,
     SeedBlock,
-    Table,
     TableError,
     TableRecord,
     read_cell_manifest,
@@ -72,11 +74,6 @@ from cavbench.tables import (
     write_table,
 )
 from cavbench.tables._collect import current_provenance
-from cavbench.tables._io import TMP_MARKER, replace_atomically
-
-LOCK_NAME = ".cell.lock"
-PACKS_DIR = ".packs"
-"""Folder of a sweep holding each pack it ran, by digest (so `recompute` needs no pack)."""
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +134,7 @@ class CellPlan:
         return cls(
             keys=keys,
             sweep=name,
-            sweep_dir=_sweep_dir(Path(str(output.root)) / name, keys),
+            sweep_dir=sweep_dir(Path(str(output.root)) / name, keys),
             config=config,
             config_hash=config_hash(config),
             pack_ref=str(cfg.scenarios.pack),
@@ -171,22 +168,6 @@ def _episodes(plan: CellPlan, scenarios: list[Scenario]) -> Iterator[tuple[Scena
         for seed in range(plan.seeds.start, plan.seeds.start + plan.seeds.count):
             for repetition in range(plan.seeds.repetitions):
                 yield scenario, seed, repetition
-
-
-def _sweep_dir(configured: Path, keys: CellKeys) -> Path:
-    """The sweep's folder: Hydra's `hydra.sweep.dir` in a multirun (so an override moves the
-    tables with Hydra's own files), the part of `hydra.run.dir` above the cell in a single
-    run, else `output.root/output.name` (in-process runs, tests)."""
-    if not HydraConfig.initialized():
-        return configured
-    hydra_cfg = HydraConfig.get()
-    if hydra_cfg.mode == RunMode.MULTIRUN:
-        return Path(str(hydra_cfg.sweep.dir))
-    run_dir = Path(str(hydra_cfg.run.dir))
-    cell = Path(keys.path).parts
-    if run_dir.parts[-len(cell) :] == cell:
-        return Path(*run_dir.parts[: -len(cell)])
-    return run_dir
 
 
 def _build_adapter(plan: CellPlan) -> ExecutionAdapter:
@@ -260,45 +241,11 @@ def _adapter_changed(plan: CellPlan, existing: CellManifest) -> str | None:
     return None
 
 
-def _remove_stale_tmp(directory: Path) -> None:
-    for path in directory.glob(f"*{TMP_MARKER}*"):
-        path.unlink(missing_ok=True)
-
-
 def run_cell(cfg: DictConfig) -> CellResult:
     """Run one cell as configured, or skip it when it is already complete and intact."""
     plan = CellPlan.from_config(cfg)
-    plan.cell_dir.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(plan.cell_dir / LOCK_NAME)
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        log.warning("%s: another sweep is writing this cell; waiting for it", plan.cell)
-        lock.acquire()
-    try:
+    with cell_lock(plan.cell_dir, plan.cell):
         return _run_locked(plan)
-    finally:
-        lock.release()
-
-
-def _record_failure(directory: Path, manifest: CellManifest, text: str) -> None:
-    """Record a failed job in its manifest and `traceback.txt`, even on a full disk: the
-    partial tables are removed first, and each record is written whole or not at all."""
-    _remove_stale_tmp(directory)
-    for table in Table:
-        (directory / table.filename).unlink(missing_ok=True)
-    failed = manifest.model_copy(update={"status": CellStatus.FAILED, "error": text})
-    try:
-        write_manifest(directory, failed)
-    except OSError as exc:
-        log.error("%s: cannot record the failure in the manifest (%s)", directory, exc)
-    try:
-        replace_atomically(directory / TRACEBACK_NAME, text.encode("utf-8"))
-    except OSError as exc:
-        (directory / TRACEBACK_NAME).unlink(missing_ok=True)
-        log.error(
-            "%s: cannot write %s (%s); the error was:\n%s", directory, TRACEBACK_NAME, exc, text
-        )
 
 
 def _run_locked(plan: CellPlan) -> CellResult:
@@ -315,7 +262,7 @@ def _run_locked(plan: CellPlan) -> CellResult:
             existing.n_errors,
         )
     directory = plan.cell_dir
-    _remove_stale_tmp(directory)  # ours alone: we hold the cell's lock
+    remove_stale_tmp(directory)  # ours alone: we hold the cell's lock
     (directory / TRACEBACK_NAME).unlink(missing_ok=True)
     manifest = CellManifest(
         status=CellStatus.RUNNING,
@@ -335,7 +282,7 @@ def _run_locked(plan: CellPlan) -> CellResult:
         manifest = _run(plan, manifest)
     except Exception:
         text = traceback.format_exc()
-        _record_failure(directory, manifest, text)
+        record_failure(directory, manifest, text)
         log.error("%s: FAILED (traceback in %s)", plan.cell, directory / TRACEBACK_NAME)
         raise
     log.info(
@@ -347,27 +294,6 @@ def _run_locked(plan: CellPlan) -> CellResult:
     return CellResult(
         plan.cell, str(directory), manifest.status, False, manifest.n_episodes, manifest.n_errors
     )
-
-
-def _store_pack(pack: ScenarioPack, sweep_dir: Path) -> str:
-    """Copy the pack's files into `sweep_dir/.packs/<digest>/` (once per digest) and return
-    that folder relative to the sweep, so `recompute` can re-score anywhere."""
-    relative = f"{PACKS_DIR}/{pack.digest.removeprefix('sha256:')}"
-    target = sweep_dir / relative
-    if (target / "pack.json").is_file():
-        return relative
-    (sweep_dir / PACKS_DIR).mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=TMP_MARKER, dir=sweep_dir / PACKS_DIR))
-    staging.chmod(0o755)  # mkdtemp makes it private; a sweep folder is meant to be shared
-    (staging / "scenarios").mkdir()
-    shutil.copy2(pack.source / "pack.json", staging / "pack.json")
-    for file in sorted((pack.source / "scenarios").glob("*.json")):
-        shutil.copy2(file, staging / "scenarios" / file.name)
-    try:
-        staging.rename(target)
-    except OSError:  # another cell stored the same pack first
-        shutil.rmtree(staging, ignore_errors=True)
-    return relative
 
 
 def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
@@ -387,7 +313,7 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
                 id=pack.pack_id,
                 version=pack.pack_version,
                 digest=pack.digest,
-                stored=_store_pack(pack, plan.sweep_dir),
+                stored=store_pack(pack, plan.sweep_dir),
             ),
             "adapter": AdapterRecord(
                 name=plan.adapter_name,

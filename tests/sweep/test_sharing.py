@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 from cavbench.errors import ConfigError
 from cavbench.provenance import git_state
 from cavbench.study import run_cell
-from cavbench.study._job import LOCK_NAME
+from cavbench.study._sharing import LOCK_NAME
 from cavbench.sweep import check_arguments
 from cavbench.tables import TRACEBACK_NAME, CellStatus, Table, read_cell_manifest, read_table
 
