@@ -392,5 +392,6 @@ def task(cfg: DictConfig) -> CellResult:
     """The Hydra task function behind `cavbench-sweep` (one call per cell)."""
     result = run_cell(cfg)
     if bool(cfg.output.progress):
-        progress.report(CellPlan.from_config(cfg).sweep_dir)
+        ran = 0 if result.skipped else result.n_episodes
+        progress.report(CellPlan.from_config(cfg).sweep_dir, ran)
     return result
