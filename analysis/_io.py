@@ -146,7 +146,7 @@ def _read_jobs(
             if not skip_incomplete:
                 raise SweepNotFoundError(
                     f"{path.parent / MANIFEST}: job status is {status}, not {COMPLETE} (fix: "
-                    "finish or re-run the sweep, or pass --skip-incomplete to leave the job out)"
+                    "finish or re-run the sweep, or pass --allow-incomplete to leave the job out)"
                 )
             skipped.append(cell)
             continue
