@@ -14,8 +14,8 @@ checksum its ``manifest.json`` records (``cavbench.tables.verify_sweep``), so a 
 deleted or edited input fails before anything is computed.
 
 ``--check`` regenerates into a temporary directory and compares with the committed
-``artifacts/paper/``: every text file (CSV, Markdown, LaTeX, SVG, the manifest's inputs and
-parameters) must match exactly, so an edited number or figure label fails; a raster image
+``artifacts/paper/``: every text file (CSV, Markdown, LaTeX, SVG, JSON; of the manifest, its
+inputs, parameters and layout) must match exactly, so an edited number or figure label fails; a raster image
 (PNG) whose bytes differ may match within a pixel tolerance (a different matplotlib or
 FreeType build can move an antialiased edge without changing a number), and a PDF whose
 bytes differ passes only when its figure's SVG is identical and its PNG within tolerance.
