@@ -117,6 +117,9 @@ slurm, local, frozen = (tables(p) for p in sys.argv[1:])
 assert slurm == local, f"SLURM and local tables differ:\n{slurm}\n{local}"
 assert slurm == frozen, f"SLURM tables differ from artifacts/ablation:\n{slurm}\n{frozen}"
 cells = json.load(open(sys.argv[1]))["n_cells"]
-print(f"slurm step: {cells} cells ran as Slurm jobs; {len(slurm)} tables equal the local run's "
-      "and the frozen artifacts' (rows and content checksums)")
+from pathlib import Path
+logs = list((Path(sys.argv[1]).parents[1] / ".submitit").rglob("*_log.out"))
+assert len(logs) == cells, f"expected {cells} Slurm job logs, found {len(logs)}"
+print(f"slurm step: {cells} cells ran as Slurm jobs ({len(logs)} job logs); {len(slurm)} tables "
+      "equal the local run's and the frozen artifacts' (rows and content checksums)")
 PY
