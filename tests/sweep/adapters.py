@@ -62,6 +62,11 @@ def not_an_adapter(profile: str) -> str:
     return f"I am not an adapter ({profile})"
 
 
+def reconciled_copy() -> ExecutionAdapter:
+    """A custom adapter's factory: no `profile` parameter (its cells carry profile=none)."""
+    return baseline("reconciled")
+
+
 @dataclass(frozen=True)
 class RunawayAdapter:
     """The baseline engine, except that it sleeps in `sleep_on` and calls `sys.exit(0)` in
