@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
 from cavbench.errors import SelectionError
+from cavbench.scenarios._isolation import deep_copy
 from cavbench.scenarios._loader import ScenarioPack, load_pack_dir
+from cavbench.scenarios._model import Scenario
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -33,7 +36,7 @@ def load_pack(pack: str | Path) -> ScenarioPack:
     """Load a pack by built-in id (`core-v1`, `mock`) or from a directory."""
     text = str(pack)
     if isinstance(pack, str) and text in builtin_pack_ids():
-        return _load_builtin(text)
+        return _fresh(_load_builtin(text))
     path = Path(pack)
     if path.is_dir():
         return load_pack_dir(path)
@@ -41,3 +44,16 @@ def load_pack(pack: str | Path) -> ScenarioPack:
         f"pack {text!r}: neither a built-in pack ({', '.join(builtin_pack_ids())}) "
         "nor a directory holding pack.json and scenarios/"
     )
+
+
+def _fresh(pack: ScenarioPack) -> ScenarioPack:
+    """A copy of a cached pack: parsing is cached, but no caller (an adapter importing
+    cavbench included) gets objects another caller holds, so nobody can edit the pack
+    a later cell of the process runs (see docs/design/adapter-isolation.md)."""
+    return replace(pack, scenarios=tuple(_fresh_scenario(s) for s in pack.scenarios))
+
+
+def _fresh_scenario(scenario: Scenario) -> Scenario:
+    copy: Scenario = deep_copy(scenario)
+    copy.__dict__.pop("_view", None)  # a cached view is not a field: rebuild, never share
+    return copy

@@ -258,3 +258,19 @@ def test_a_real_ctrl_c_still_stops_the_run() -> None:
     scenario = load_pack("core-v1").scenarios[0]
     with pytest.raises(KeyboardInterrupt):
         run_episode(scenario, Interrupted())
+
+
+def test_an_adapter_editing_load_pack_reaches_no_later_cell() -> None:
+    class PackEditor:
+        name, version = "pack-editor", "0"
+
+        def run(self, session: AdapterSession) -> AdapterResult:
+            for scenario in load_pack("core-v1").scenarios:  # the cached pack, it hopes
+                for step in scenario.view().plan.steps:
+                    dict.clear(step.changes)
+                dict.clear(scenario.world.initial_state)
+            return AdapterResult(final_message="")
+
+    pack = load_pack("core-v1")
+    run_episodes(pack, PackEditor(), scenario_ids=[pack.scenarios[0].id])
+    assert _headline(run_episodes(load_pack("core-v1"), baseline("direct"))) == (37, 30, 10)
