@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from analysis import (
     BootstrapConfig,
@@ -60,6 +60,13 @@ from analysis import (
 )
 from analysis._bootstrap import DEFAULT_CONFIG
 from analysis._errors import AnalysisConfigError
+from analysis._factors import (
+    FactorEffects,
+    factor_column,
+    factor_effects,
+    factor_effects_table,
+    factor_forest_figure,
+)
 from analysis._figures import round_numbers
 from analysis._frames import UNPOOLABLE_COLUMNS, check_single_valued, ordered_levels
 from cavbench.provenance import environment_facts
@@ -85,10 +92,20 @@ class AnalyzeOptions:
     pass_k_flag: SuccessFlag = SuccessFlag.COMMIT_VALID
     formats: tuple[FigureFormat, ...] = tuple(FigureFormat)
     skip_incomplete: bool = False
+    factor: str | None = None
+    """A swept key whose levels are compared with ``baseline`` (see `docs/harness-factors.md`)."""
+    baseline: str | None = None
+    confirmatory: bool = False
+    """The factor analysis is the pre-registered confirmatory one (else flagged exploratory)."""
 
     def __post_init__(self) -> None:
         if not self.group_by:
             raise AnalysisConfigError("group_by needs at least one column (e.g. profile)")
+        if (self.factor is None) != (self.baseline is None):
+            raise AnalysisConfigError(
+                "--factor and --baseline go together (e.g. --factor harness.error_style "
+                "--baseline cavbench)"
+            )
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,6 +122,8 @@ class AnalysisBundle:
     headline: ReportTable
     contrasts_report: ReportTable | None
     plots: tuple[Plot, ...] = field(default=())
+    factor_effects: FactorEffects | None = None
+    factor_report: ReportTable | None = None
 
     def frames(self) -> dict[str, pl.DataFrame]:
         """The numeric result tables by output name."""
@@ -119,6 +138,10 @@ class AnalysisBundle:
             out["contrasts"] = self.contrasts.frame
         if self.dimensions is not None:
             out["dimensions"] = self.dimensions
+        if self.factor_effects is not None:
+            out["factor_effects"] = self.factor_effects.frame
+            if self.factor_effects.by_pack is not None:
+                out["factor_effects_by_pack"] = self.factor_effects.by_pack
         return out
 
     def reports(self) -> dict[str, ReportTable]:
@@ -126,6 +149,8 @@ class AnalysisBundle:
         out = {"headline": self.headline}
         if self.contrasts_report is not None:
             out["contrasts"] = self.contrasts_report
+        if self.factor_report is not None:
+            out["factor_effects"] = self.factor_report
         return out
 
 
@@ -159,6 +184,11 @@ def compute_analysis(
     """Run every analysis over the tables (no file is read or written)."""
     episodes = apply_filters(episodes, options.where)
     group_by = options.group_by
+    if options.factor is not None:
+        # The factor's levels must never be pooled into one rate: group by them too.
+        column = factor_column(episodes, options.factor)
+        extra = [column] + (["pack_id"] if episodes.get_column("pack_id").n_unique() > 1 else [])
+        group_by = (*group_by, *(c for c in extra if c not in group_by))
     check_single_valued(episodes, [*UNPOOLABLE_COLUMNS, *factor_columns], group_by)
     config = options.bootstrap
     metrics = headline_metrics(episodes, group_by, config, small_n=options.small_n)
@@ -209,6 +239,18 @@ def compute_analysis(
         plots.insert(2, family_small_multiples(family_metrics, group=group_by[0]))
     if contrasts is not None and not within:
         plots.insert(-1, paired_difference_figure(contrasts.frame))
+    effects: FactorEffects | None = None
+    if options.factor is not None and options.baseline is not None:
+        effects = factor_effects(
+            episodes,
+            options.factor,
+            options.baseline,
+            held_fixed=factor_columns,
+            config=config,
+            permutation_resamples=options.permutation_resamples,
+            exploratory=not options.confirmatory,
+        )
+        plots.append(factor_forest_figure(effects))
     return AnalysisBundle(
         options=options,
         metrics=metrics,
@@ -220,6 +262,8 @@ def compute_analysis(
         headline=headline,
         contrasts_report=contrasts_report,
         plots=tuple(plots),
+        factor_effects=effects,
+        factor_report=None if effects is None else factor_effects_table(effects),
     )
 
 
@@ -254,8 +298,21 @@ class AnalysisParameters(BaseModel):
     contrast_metrics: tuple[str, ...]
     permutation_resamples: int
     pass_k_flag: str
+    factor: str | None = None
+    """The swept key of the factor-effect analysis (``--factor``), if any."""
+    baseline: str | None = None
+    confirmatory: bool = False
     family_breakdown_stratified_by: str = "family"
     """Per-family metrics resample scenarios within their family."""
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_factor(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # Without --factor the manifest stays as it was (frozen paper manifests compare equal).
+        data: dict[str, object] = handler(self)
+        if self.factor is None:
+            for key in ("factor", "baseline", "confirmatory"):
+                data.pop(key, None)
+        return data
 
     @classmethod
     def of(cls, options: AnalyzeOptions) -> AnalysisParameters:
@@ -274,6 +331,9 @@ class AnalysisParameters(BaseModel):
             contrast_metrics=tuple(str(m) for m in options.contrast_metrics),
             permutation_resamples=options.permutation_resamples,
             pass_k_flag=str(options.pass_k_flag),
+            factor=options.factor,
+            baseline=options.baseline,
+            confirmatory=options.confirmatory,
         )
 
 

@@ -76,6 +76,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             pass_k_flag=SuccessFlag(args.pass_k_flag),
             formats=args.figure_formats,
             skip_incomplete=args.skip_incomplete,
+            factor=args.factor,
+            baseline=args.baseline,
+            confirmatory=args.confirmatory,
         )
         result = run_analyze(args.sweep_dir, args.out, options)
     except CavBenchError as error:
@@ -84,6 +87,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     print(render_markdown(result.bundle.headline))
     if result.bundle.contrasts_report is not None:
         print(render_markdown(result.bundle.contrasts_report))
+    if result.bundle.factor_report is not None:
+        print(render_markdown(result.bundle.factor_report))
     for cell in result.tables.skipped_cells:
         print(f"warning: left out incomplete job {cell}", file=sys.stderr)
     print(
@@ -150,6 +155,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--skip-incomplete",
         action="store_true",
         help="leave out job folders whose manifest is not COMPLETE (default: refuse)",
+    )
+    p.add_argument(
+        "--factor",
+        default=None,
+        metavar="KEY",
+        help="a swept key (harness.error_style, model.temperature, adapter, profile, ...): "
+        "paired effect of each level against --baseline",
+    )
+    p.add_argument("--baseline", default=None, metavar="LEVEL", help="the --factor's baseline")
+    p.add_argument(
+        "--confirmatory",
+        action="store_true",
+        help="this factor analysis is the pre-registered one (default: flagged exploratory)",
     )
     p.set_defaults(func=cmd_analyze)
 
