@@ -231,7 +231,7 @@ def _crossed(episodes: pl.DataFrame, candidates: Sequence[str], column: str) -> 
     if not present:
         return []
     spread = episodes.group_by("__level").agg(pl.col(c).n_unique() for c in present)
-    return [c for c in present if int(spread.get_column(c).max() or 0) > 1]
+    return [c for c in present if spread.get_column(c).max() not in (None, 0, 1)]
 
 
 def _permutation_p(left: np.ndarray, right: np.ndarray, seed: int, resamples: int) -> float:
@@ -273,13 +273,17 @@ def _effects(
     for li, level in enumerate(levels):
         pairs, dropped = _pairs(episodes, column, level, baseline, key)
         unpaired += dropped
-        scored = pl.lit(True)
+        # Column expressions throughout: a literal would be summed once per group, not per row.
+        scored = pl.col("__task").is_not_null()
         if infra:
             scored = ~(
                 pl.col(INFRA_COLUMN).fill_null(False)
                 | pl.col(f"{INFRA_COLUMN}__base").fill_null(False)
             )
-        quantities: dict[str, pl.Expr] = {"n": pl.lit(1.0), "scored": scored.cast(pl.Float64)}
+        quantities: dict[str, pl.Expr] = {
+            "n": pl.col("__task").is_not_null().cast(pl.Float64),
+            "scored": scored.cast(pl.Float64),
+        }
         for flag in FLAG_COLUMNS:
             for side, name in (("L", flag), ("B", f"{flag}__base")):
                 quantities[f"{flag}:{side}"] = (pl.col(name) & scored).cast(pl.Float64)
@@ -303,31 +307,27 @@ def _effects(
             c = len(rows)
             if m.kind is MeasureKind.METRIC:
                 assert m.metric is not None
-                over, plus = f"{li}:scored", str(m.metric.plus_flag)
+                plus = str(m.metric.plus_flag)
                 minus = None if m.metric.minus_flag is None else str(m.metric.minus_flag)
-
-                def ratio(side: str, plus: str = plus, minus: str | None = minus) -> Ratio:
-                    return Ratio(
-                        f"{li}:{plus}:{side}",
-                        over,  # noqa: B023 - bound at call time within this iteration
-                        minus=None if minus is None else f"{li}:{minus}:{side}",
-                    )
-
-                n = col["scored"]
+                over, n = f"{li}:scored", col["scored"]
                 left_sum = col[f"{plus}:L"] - (0.0 if minus is None else col[f"{minus}:L"])
                 right_sum = col[f"{plus}:B"] - (0.0 if minus is None else col[f"{minus}:B"])
             else:
-                over = f"{li}:n"
-
-                def ratio(side: str, name: str = m.name) -> Ratio:
-                    return Ratio(f"{li}:{name}:{side}", over)  # noqa: B023
-
-                n = col["n"]
+                plus, minus = m.name, None
+                over, n = f"{li}:n", col["n"]
                 left_sum, right_sum = col[f"{m.name}:L"], col[f"{m.name}:B"]
+            left, right = (
+                Ratio(
+                    f"{li}:{plus}:{side}",
+                    over,
+                    minus=None if minus is None else f"{li}:{minus}:{side}",
+                )
+                for side in ("L", "B")
+            )
             statistics += [
-                NamedStatistic(f"{c}:diff", RatioDifference(ratio("L"), ratio("B"))),
-                NamedStatistic(f"{c}:L", ratio("L")),
-                NamedStatistic(f"{c}:B", ratio("B")),
+                NamedStatistic(f"{c}:diff", RatioDifference(left, right)),
+                NamedStatistic(f"{c}:L", left),
+                NamedStatistic(f"{c}:B", right),
             ]
             present = n > 0
             with np.errstate(invalid="ignore", divide="ignore"):
