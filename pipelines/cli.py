@@ -15,8 +15,8 @@ from analysis import (
     SuccessFlag,
 )
 from analysis import to_markdown as render_markdown
-from cavbench.errors import CavBenchError
-from pipelines import paper
+from cavbench.errors import CavBenchError, ConfigError
+from pipelines import deviation, paper
 from pipelines.analyze import AnalyzeOptions, run_analyze
 
 
@@ -58,7 +58,16 @@ def _positive(text: str) -> int:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Analyse a sweep; print the headline table; write everything to --out."""
+    # Imported here: the study package loads Hydra, which other commands do not need.
+    from cavbench.study import describe, read_preregistration
+
     try:
+        prereg = read_preregistration(args.sweep_dir) if args.sweep_dir.is_dir() else None
+        if args.confirmatory and prereg is None:
+            raise ConfigError(
+                f"--confirmatory: {args.sweep_dir} was not pre-registered (no "
+                "preregistration.json), so its analysis is exploratory (fix: drop --confirmatory)"
+            )
         options = AnalyzeOptions(
             group_by=args.group_by,
             where=tuple(args.where or ()),
@@ -89,6 +98,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(render_markdown(result.bundle.contrasts_report))
     if result.bundle.factor_report is not None:
         print(render_markdown(result.bundle.factor_report))
+    if prereg is not None:
+        print("\n".join(describe(prereg)))
     for cell in result.tables.skipped_cells:
         print(f"warning: left out incomplete job {cell}", file=sys.stderr)
     print(
@@ -178,3 +189,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     paper.add_arguments(f)
     f.set_defaults(func=paper.run)
+
+    deviation.register(subparsers)

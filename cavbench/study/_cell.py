@@ -163,10 +163,10 @@ def register_resolver() -> None:
 
 def job_config(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config that identifies a cell's results: everything but `output`
-    (where and how to write) and Hydra's own node."""
+    (where and how to write), `prereg` (registered per sweep) and Hydra's own node."""
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     assert isinstance(container, dict)
-    return {str(k): v for k, v in container.items() if k not in ("output", "hydra")}
+    return {str(k): v for k, v in container.items() if k not in ("output", "hydra", "prereg")}
 
 
 def config_hash(config: Mapping[str, Any]) -> str:

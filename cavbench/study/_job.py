@@ -34,6 +34,7 @@ from cavbench.evaluation import ScoringRule, evaluate
 from cavbench.runner import relaxed_gc, run_episode, select
 from cavbench.scenarios import Scenario, load_pack
 from cavbench.study._cell import CellKeys, cell_keys, config_hash, job_config
+from cavbench.study._prereg import check_in
 from cavbench.tables import (
     TRACEBACK_NAME,
     AdapterRecord,
@@ -191,6 +192,26 @@ def _skip_reason(plan: CellPlan) -> str | None:
     return f"complete, {existing.n_episodes} episodes, checksums verified"
 
 
+def _check_preregistration(cfg: DictConfig, plan: CellPlan) -> None:
+    """Register the sweep (first job), or check this job against it, before any episode."""
+    replacing: str | None = None
+    if plan.overwrite and (plan.cell_dir / "manifest.json").is_file():
+        try:
+            existing = read_cell_manifest(plan.cell_dir)
+        except TableError:
+            existing = None
+        if existing is not None and existing.status is CellStatus.COMPLETE:
+            replacing = existing.config_hash
+    check_in(
+        cfg,
+        sweep=plan.sweep,
+        sweep_dir=plan.sweep_dir,
+        cell=plan.cell,
+        replacing_config_hash=replacing,
+        config_hash=plan.config_hash,
+    )
+
+
 def _remove_stale_tmp(directory: Path) -> None:
     for path in directory.glob(f"*{TMP_MARKER}*"):
         path.unlink(missing_ok=True)
@@ -199,6 +220,7 @@ def _remove_stale_tmp(directory: Path) -> None:
 def run_cell(cfg: DictConfig) -> CellResult:
     """Run one cell as configured, or skip it when it is already complete and intact."""
     plan = CellPlan.from_config(cfg)
+    _check_preregistration(cfg, plan)
     reason = _skip_reason(plan)
     if reason is not None:
         log.info("%s: skipped (%s)", plan.cell, reason)
