@@ -299,3 +299,24 @@ def test_forest_figure_is_byte_identical(tmp_path: Path) -> None:
     drawn = pl.read_csv(tmp_path / "a" / "factor_effects_harness_error_style.csv")
     assert set(drawn["pack_id"]) == {"all", "p1", "p2"}
     assert np.isfinite(drawn["difference"].to_numpy()).all()
+
+
+@pytest.mark.slow
+def test_the_preregistered_control_experiment_gives_exactly_zero(tmp_path: Path) -> None:
+    from tests.sweep.conftest import REPO, run_sweep
+
+    ran = run_sweep(
+        ["-m", "experiment=harness_control", f"output.root={tmp_path}", "output.progress=false"],
+        REPO,
+        timeout=600,
+    )
+    assert ran.returncode == 0, ran.stderr
+    out = tmp_path / "analysis"
+    args = ["analyze", str(tmp_path / "harness_control"), "--out", str(out), "--confirmatory"]
+    args += ["--factor", "harness.error_style", "--baseline", "cavbench", "--resamples", "1000"]
+    assert main([*args, "--figure-formats", "svg"]) == 0
+    for name in ("factor_effects", "factor_effects_by_pack"):
+        frame = pl.read_parquet(out / f"{name}.parquet")
+        assert frame.height == (4 if name == "factor_effects" else 8)
+        assert set(frame["difference"]) == set(frame["ci_low"]) == set(frame["ci_high"]) == {0.0}
+        assert not frame["exploratory"].any()
