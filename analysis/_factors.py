@@ -134,15 +134,17 @@ EFFECT_COLUMNS: tuple[str, ...] = (
 def factor_column(episodes: pl.DataFrame, key: str) -> str:
     """The episodes column that holds a swept key.
 
-    A key is looked up as written, with dots as underscores, and without a ``factors.``
-    prefix; so ``harness.error_style`` finds ``harness.error_style`` or
-    ``harness_error_style``, and ``factors.temperature`` finds ``temperature``.
+    A key is looked up as written, with dots as underscores, without a ``factors.`` prefix,
+    and finally by its last part; so ``harness.error_style`` finds ``harness.error_style`` or
+    ``harness_error_style``, and ``model.temperature`` or ``factors.temperature`` finds
+    ``temperature``.
 
     >>> factor_column(pl.DataFrame({"harness_error_style": ["a"]}), "harness.error_style")
     'harness_error_style'
     """
     bare = key.removeprefix("factors.")
-    for candidate in (key, key.replace(".", "_"), bare, bare.replace(".", "_")):
+    last = key.rsplit(".", 1)[-1]
+    for candidate in (key, key.replace(".", "_"), bare, bare.replace(".", "_"), last):
         if candidate in episodes.schema:
             return candidate
     raise AnalysisConfigError(

@@ -187,7 +187,8 @@ def compute_analysis(
     if options.factor is not None:
         # The factor's levels must never be pooled into one rate: group by them too.
         column = factor_column(episodes, options.factor)
-        extra = [column] + (["pack_id"] if episodes.get_column("pack_id").n_unique() > 1 else [])
+        several_packs = "pack_id" in episodes.schema and episodes["pack_id"].n_unique() > 1
+        extra = [column] + (["pack_id"] if several_packs else [])
         group_by = (*group_by, *(c for c in extra if c not in group_by))
     check_single_valued(episodes, [*UNPOOLABLE_COLUMNS, *factor_columns], group_by)
     config = options.bootstrap

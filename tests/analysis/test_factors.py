@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analysis import BootstrapConfig, FigureFormat, read_sweep
 from analysis._errors import AnalysisConfigError, MixedInputError
@@ -320,3 +322,47 @@ def test_the_preregistered_control_experiment_gives_exactly_zero(tmp_path: Path)
         assert frame.height == (4 if name == "factor_effects" else 8)
         assert set(frame["difference"]) == set(frame["ci_low"]) == set(frame["ci_high"]) == {0.0}
         assert not frame["exploratory"].any()
+
+
+@st.composite
+def _paired(draw: st.DrawFn) -> pl.DataFrame:
+    n_tasks = draw(st.integers(2, 8))
+    reps = draw(st.integers(1, 3))
+    flags = draw(st.lists(st.booleans(), min_size=2 * n_tasks * reps, max_size=2 * n_tasks * reps))
+    frame = _frame(0, n_tasks, reps=reps)
+    return frame.with_columns(
+        pl.Series("commit_valid_success", flags),
+        pl.Series("outcome_success", [True] * len(flags)),
+    )
+
+
+@settings(max_examples=30, deadline=None)
+@given(_paired())
+def test_effects_are_paired_differences_and_antisymmetric(frame: pl.DataFrame) -> None:
+    cvsr = HEADLINE_MEASURES[1:2]
+    config = BootstrapConfig(n_resamples=50, seed=0)
+    effects = factor_effects(frame, "harness_error_style", "cavbench", measures=cvsr, config=config)
+    row = effects.frame.row(0, named=True)
+    valid = frame.group_by("harness_error_style").agg(pl.col("commit_valid_success").sum())
+    counts = dict(valid.rows())
+    n = frame.height // 2
+    assert row["difference"] == pytest.approx((counts["retry_hint"] - counts["cavbench"]) / n)
+    assert row["n_pairs"] == n
+    swapped = factor_effects(
+        frame, "harness_error_style", "retry_hint", measures=cvsr, config=config
+    )
+    assert swapped.frame["difference"][0] == pytest.approx(-row["difference"])
+
+
+def test_identical_levels_give_exactly_zero() -> None:
+    frame = _frame(0, 12, reps=2)
+    base = frame.filter(pl.col("harness_error_style") == "cavbench")
+    copy = base.with_columns(
+        pl.lit("retry_hint").alias("harness_error_style"), pl.col("episode_id") + "-copy"
+    )
+    effects = factor_effects(
+        pl.concat([base, copy]), "harness_error_style", "cavbench", config=FAST
+    )
+    assert set(effects.frame["difference"]) == {0.0}
+    assert set(effects.frame["ci_low"]) == set(effects.frame["ci_high"]) == {0.0}
+    assert set(effects.frame["reading"]) == {NO_DETECTED_DIFFERENCE}

@@ -217,3 +217,16 @@ def test_a_multirun_registers_its_sweep_lists(tmp_path: Path, plan: Path) -> Non
     assert [(d.kind, d.reason) for d in after.deviations] == [
         (DeviationKind.EXPERIMENT_CONFIG, "second seed added")
     ]
+
+
+def test_a_damaged_registration_or_log_is_a_clear_error(
+    config: Callable[..., DictConfig], plan: Path, tmp_path: Path
+) -> None:
+    run_cell(config(f"prereg.analysis_plan={plan}"))
+    sweep = _sweep(tmp_path)
+    (sweep / DEVIATIONS_NAME).write_text('{"seq": "one"}\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"deviations.jsonl: line 1 is not a deviation record"):
+        read_preregistration(sweep)
+    (sweep / PREREG_NAME).write_text("{not json", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not a readable pre-registration"):
+        run_cell(config(f"prereg.analysis_plan={plan}", "profile=direct"))
