@@ -17,6 +17,7 @@ from analysis._factors import (
     HEADLINE_MEASURES,
     NO_DETECTED_DIFFERENCE,
     RELIABILITY_MEASURES,
+    FactorEffects,
     factor_column,
     factor_effects,
     factor_effects_table,
@@ -60,8 +61,9 @@ def harness_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _control_sweep(tmp_path_factory.mktemp("sweeps"), ("netops-v1",))
 
 
-def test_control_text_blind_profiles_give_exactly_zero(harness_sweep: Path) -> None:
-    tables = read_sweep(harness_sweep)
+def _assert_exactly_zero(sweep: Path, n_pairs: int) -> FactorEffects:
+    """Every effect of the swept harness factor on the deterministic profiles is exactly 0."""
+    tables = read_sweep(sweep)
     assert "harness_error_style" in tables.factor_columns
     effects = factor_effects(
         tables.episodes,
@@ -74,40 +76,25 @@ def test_control_text_blind_profiles_give_exactly_zero(harness_sweep: Path) -> N
     assert effects.column == "harness_error_style"
     assert frame.get_column("level").unique().to_list() == ["tau2"]
     assert frame.get_column("measure").to_list() == [m.name for m in HEADLINE_MEASURES]
-    # Every pair is a (scenario, profile) run under both levels: 5 x 24.
-    assert frame.get_column("n_pairs").unique().to_list() == [120]
-    assert effects.n_unpaired == 0
-    for column in ("difference", "ci_low", "ci_high"):
-        assert frame.get_column(column).to_list() == [0.0] * 4
-    assert set(frame.get_column("reading")) == {NO_DETECTED_DIFFERENCE}
-    assert set(effects.missing_measures) == {m.name for m in RELIABILITY_MEASURES}
-
-
-@pytest.mark.slow
-def test_control_text_blind_profiles_give_exactly_zero_in_two_domains(tmp_path: Path) -> None:
-    harness_sweep = _control_sweep(tmp_path, ("mock", "netops-v1"))
-    tables = read_sweep(harness_sweep)
-    assert "harness_error_style" in tables.factor_columns
-    effects = factor_effects(
-        tables.episodes,
-        "harness.error_style",
-        "cavbench",
-        held_fixed=tables.factor_columns,
-        config=FAST,
-    )
-    frame = effects.frame
-    assert effects.column == "harness_error_style"
-    assert frame.get_column("level").unique().to_list() == ["tau2"]
-    assert frame.get_column("measure").to_list() == [m.name for m in HEADLINE_MEASURES]
-    # Every pair is a (pack, scenario, profile) triple run under both levels: 5 x (5 + 24).
-    assert frame.get_column("n_pairs").unique().to_list() == [145]
+    assert frame.get_column("n_pairs").unique().to_list() == [n_pairs]
     assert effects.n_unpaired == 0
     for column in ("difference", "ci_low", "ci_high"):
         assert frame.get_column(column).to_list() == [0.0] * 4
     assert set(frame.get_column("reading")) == {NO_DETECTED_DIFFERENCE}
     assert frame.get_column("level_higher").sum() == frame.get_column("baseline_higher").sum() == 0
     assert set(effects.missing_measures) == {m.name for m in RELIABILITY_MEASURES}
-    by_pack = effects.by_pack
+    return effects
+
+
+def test_control_text_blind_profiles_give_exactly_zero(harness_sweep: Path) -> None:
+    # Every pair is a (scenario, profile) run under both levels: 5 x 24.
+    assert _assert_exactly_zero(harness_sweep, 120).by_pack is None
+
+
+@pytest.mark.slow
+def test_control_text_blind_profiles_give_exactly_zero_in_two_domains(tmp_path: Path) -> None:
+    # Every pair is a (pack, scenario, profile) triple run under both levels: 5 x (5 + 24).
+    by_pack = _assert_exactly_zero(_control_sweep(tmp_path, ("mock", "netops-v1")), 145).by_pack
     assert by_pack is not None
     assert sorted(set(by_pack.get_column("pack_id"))) == ["mock", "netops-v1"]
     assert by_pack.get_column("difference").to_list() == [0.0] * 8
