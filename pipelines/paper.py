@@ -45,6 +45,7 @@ from pipelines.analyze import (
     replace_directory,
     write_bundle,
 )
+from pipelines.factor_study import find_studies, regenerate_study
 
 DEFAULT_ARTIFACTS = Path("artifacts/ablation")
 DEFAULT_OUT = Path("artifacts/paper")
@@ -82,6 +83,9 @@ def regenerate(artifacts: Path, out: Path) -> AnalysisManifest:
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         written = write_bundle(bundle, staging, table_format="csv")
+        # Frozen factor studies beside the ablation, each into its own sub-folder.
+        for study in find_studies(artifacts.parent):
+            regenerate_study(study, staging / study.name)
         inputs = [s.path for s in tables.sources]
         if (artifacts / "manifest.json").is_file():
             inputs.append(artifacts / "manifest.json")
@@ -146,7 +150,9 @@ def _files(root: Path) -> dict[str, Path]:
     }
 
 
-def _compare_manifests(committed: Path, fresh: Path) -> tuple[FileComparison, list[str]]:
+def _compare_manifests(
+    committed: Path, fresh: Path, rel: str = PAPER_MANIFEST
+) -> tuple[FileComparison, list[str]]:
     old = json.loads(committed.read_text(encoding="utf-8"))
     new = json.loads(fresh.read_text(encoding="utf-8"))
     notes = []
@@ -157,10 +163,8 @@ def _compare_manifests(committed: Path, fresh: Path) -> tuple[FileComparison, li
         )
     differing = [k for k in ("inputs", "parameters", "layout") if old.get(k) != new.get(k)]
     if differing:
-        return FileComparison(
-            PAPER_MANIFEST, Verdict.DIFFERENT, f"manifest fields differ: {differing}"
-        ), notes
-    return FileComparison(PAPER_MANIFEST, Verdict.IDENTICAL), notes
+        return FileComparison(rel, Verdict.DIFFERENT, f"manifest fields differ: {differing}"), notes
+    return FileComparison(rel, Verdict.IDENTICAL), notes
 
 
 def _png_close(committed: Path, fresh: Path, tolerance: float) -> tuple[bool, str]:
@@ -190,8 +194,8 @@ def compare_outputs(
         if rel not in old:
             results.append(FileComparison(rel, Verdict.MISSING))
             continue
-        if rel == PAPER_MANIFEST:
-            comparison, manifest_notes = _compare_manifests(old[rel], new[rel])
+        if Path(rel).name == PAPER_MANIFEST:
+            comparison, manifest_notes = _compare_manifests(old[rel], new[rel], rel)
             results.append(comparison)
             notes += manifest_notes
             continue

@@ -399,8 +399,9 @@ def plan_status(state: PreregState) -> str | None:
     return None
 
 
-def describe(state: PreregState) -> list[str]:
-    """Lines that `cavbench analyze` prints: the registered hashes and every deviation."""
+def describe(state: PreregState, *, check_plan: bool = True) -> list[str]:
+    """Lines that `cavbench analyze` prints: the registered hashes and every deviation (and,
+    with ``check_plan``, a warning when the plan file changed without a record)."""
     r = state.registration
     lines = [
         f"pre-registered: experiment config {r.experiment_hash} ({r.experiment_source})",
@@ -413,7 +414,7 @@ def describe(state: PreregState) -> list[str]:
         lines.append(
             f"  #{d.seq} {d.kind.value}{where}: {d.reason} ({d.registered_hash} -> {d.new_hash})"
         )
-    warning = plan_status(state)
+    warning = plan_status(state) if check_plan else None
     if warning:
         lines.append(f"warning: {warning}")
     return lines
