@@ -2,7 +2,7 @@
 
 A frozen factor study is a folder beside ``artifacts/ablation/`` (for example
 ``artifacts/harness-control/``) holding a collected sweep's tables, its ``manifest.json``, its
-pre-registration (``preregistration.json``, ``deviations.jsonl``, copied from the sweep folder)
+pre-registration (``preregistration.json``, ``deviations.jsonl``; ``cavbench collect`` copies them)
 and a ``study.json`` that names the factor analysis::
 
     {"factor": "harness.error_style", "baseline": "cavbench", "confirmatory": true}

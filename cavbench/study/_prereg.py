@@ -36,11 +36,10 @@ from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from cavbench.errors import ConfigError
 from cavbench.tables import Provenance
-from cavbench.tables._collect import current_provenance
+from cavbench.tables._collect import PREREGISTRATION_FILES, current_provenance
 from cavbench.tables._io import replace_atomically
 
-PREREG_NAME = "preregistration.json"
-DEVIATIONS_NAME = "deviations.jsonl"
+PREREG_NAME, DEVIATIONS_NAME = PREREGISTRATION_FILES
 MULTIRUN_NAME = "multirun.yaml"
 _LOCK_NAME = ".preregistration.lock"
 # Overrides that say where or how a sweep runs, not what it is.

@@ -230,3 +230,18 @@ def test_a_damaged_registration_or_log_is_a_clear_error(
     (sweep / PREREG_NAME).write_text("{not json", encoding="utf-8")
     with pytest.raises(ConfigError, match="not a readable pre-registration"):
         run_cell(config(f"prereg.analysis_plan={plan}", "profile=direct"))
+
+
+def test_collect_copies_the_registration_beside_the_tables(
+    config: Callable[..., DictConfig], plan: Path, tmp_path: Path
+) -> None:
+    run_cell(config(f"prereg.analysis_plan={plan}"))
+    plan.write_text("edited", encoding="utf-8")
+    run_cell(config(f"prereg.analysis_plan={plan}", "profile=direct", "prereg.deviation=typo"))
+    frozen = tmp_path / "frozen"
+    assert main(["collect", str(_sweep(tmp_path)), "--out", str(frozen)]) == 0
+    for name in (PREREG_NAME, DEVIATIONS_NAME):
+        assert (frozen / name).read_bytes() == (_sweep(tmp_path) / name).read_bytes()
+    state = read_preregistration(frozen)
+    assert state is not None
+    assert [d.reason for d in state.deviations] == ["typo"]
