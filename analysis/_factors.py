@@ -244,7 +244,13 @@ def _permutation_p(left: np.ndarray, right: np.ndarray, seed: int, resamples: in
     return paired_permutation_p(left, right, n_resamples=resamples, seed=seed)
 
 
-def _reading(low: float, high: float, level: str, baseline: str) -> str:
+NO_PAIRS = "no paired episodes"
+"""The reading of a comparison no task contributes to (nothing to estimate)."""
+
+
+def _reading(low: float, high: float, level: str, baseline: str, n_tasks: int) -> str:
+    if n_tasks == 0:
+        return NO_PAIRS
     if not (np.isfinite(low) and np.isfinite(high)) or low <= 0.0 <= high:
         return NO_DETECTED_DIFFERENCE
     return f"{level} higher than {baseline}" if low > 0.0 else f"{level} lower than {baseline}"
@@ -349,7 +355,30 @@ def _effects(
                     "exploratory": exploratory,
                 }
             )
-    matrix = TaskMatrix(tuple(str(t) for t in tasks), tuple(columns), np.column_stack(blocks))
+    strata = None
+    if config.stratify_by is not None:
+        # A stratified bootstrap resamples tasks within e.g. their family (a task-level column).
+        labels = episodes.group_by("__task").agg(
+            pl.col(config.stratify_by).cast(pl.String).unique()
+        )
+        mixed = labels.filter(pl.col(config.stratify_by).list.len() > 1)
+        if mixed.height:
+            raise MixedInputError(
+                f"episodes: task {mixed['__task'][0]!r} has several {config.stratify_by!r} "
+                "values; a stratum must be a property of the task (fix: stratify by a "
+                "task-level column such as family)"
+            )
+        lookup = dict(
+            zip(
+                labels["__task"].to_list(),
+                labels[config.stratify_by].list.first().to_list(),
+                strict=True,
+            )
+        )
+        strata = tuple(str(lookup[t]) for t in tasks)
+    matrix = TaskMatrix(
+        tuple(str(t) for t in tasks), tuple(columns), np.column_stack(blocks), strata
+    )
     boot = clustered_bootstrap(matrix, statistics, config)
     p_values = [
         _permutation_p(lt, bt, config.seed, permutation_resamples) if lt.size else float("nan")
@@ -368,7 +397,7 @@ def _effects(
             ci_method=str("percentile" if boot.bca_fallback[d] else config.method),
             permutation_p=p_values[c],
             permutation_p_holm=holm[c],
-            reading=_reading(low, high, str(row["level"]), baseline),
+            reading=_reading(low, high, str(row["level"]), baseline, int(str(row["n_tasks"]))),
         )
     schema = {"exploratory": pl.Boolean, "n_tasks": pl.Int64, "n_pairs": pl.Int64}
     frame = pl.DataFrame(rows, schema_overrides=schema).select(EFFECT_COLUMNS)

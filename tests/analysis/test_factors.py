@@ -353,3 +353,23 @@ def test_identical_levels_give_exactly_zero() -> None:
     assert set(effects.frame["difference"]) == {0.0}
     assert set(effects.frame["ci_low"]) == set(effects.frame["ci_high"]) == {0.0}
     assert set(effects.frame["reading"]) == {NO_DETECTED_DIFFERENCE}
+
+
+def test_stratified_bootstrap_and_a_level_without_pairs() -> None:
+    frame = _frame(6, 12).with_columns(
+        pl.when(pl.col("scenario_id").str.ends_with("1"))
+        .then(pl.lit("state_mutation"))
+        .otherwise(pl.col("family"))
+        .alias("family")
+    )
+    stratified = BootstrapConfig(n_resamples=300, seed=0, stratify_by="family")
+    effects = factor_effects(frame, "harness_error_style", "cavbench", config=stratified)
+    assert effects.frame["difference"][1] == pytest.approx(0.5)
+    lonely = frame.filter(pl.col("harness_error_style") == "retry_hint").with_columns(
+        pl.lit(1, dtype=pl.Int64).alias("seed"), pl.lit("terse").alias("harness_error_style")
+    )
+    mixed = pl.concat([frame, lonely.with_columns(pl.col("episode_id") + "-t")])
+    effects = factor_effects(mixed, "harness_error_style", "cavbench", config=FAST)
+    terse = effects.frame.filter(pl.col("level") == "terse")
+    assert set(terse["reading"]) == {"no paired episodes"}
+    assert effects.n_unpaired >= lonely.height
