@@ -56,8 +56,9 @@ NO_DETECTED_DIFFERENCE = "no detected difference"
 HELD_FIXED: tuple[str, ...] = ("profile", "adapter", "scoring_rule")
 """Columns always part of the match key (beside pack, scenario, seed and repetition)."""
 
-INFRA_COLUMN = "infra_error"
-"""Boolean episode column marking an infrastructure failure (excluded from the rates)."""
+STATUS_COLUMN, INFRA_STATUS = "status", "infra_error"
+"""An episode whose `status` is `infra_error` failed for infrastructure reasons (a rate limit,
+a timeout): it is excluded from the rates and counted as such."""
 
 
 class MeasureKind(StrEnum):
@@ -98,14 +99,15 @@ HEADLINE_MEASURES: tuple[Measure, ...] = tuple(
 """The headline metrics a factor analysis reports by default."""
 
 RELIABILITY_MEASURES: tuple[Measure, ...] = (
-    Measure("turns", MeasureKind.MEAN, column="n_turns"),
+    Measure("turns", MeasureKind.MEAN, column="model_turns"),
     Measure("invalid_tool_calls", MeasureKind.MEAN, column="n_invalid_tool_calls"),
     Measure("retries", MeasureKind.MEAN, column="n_retries"),
-    Measure("infra_errors", MeasureKind.MEAN, column=INFRA_COLUMN),
+    Measure("infra_errors", MeasureKind.MEAN, column=STATUS_COLUMN, equals=INFRA_STATUS),
     Measure("turn_limit", MeasureKind.MEAN, column="stop_reason", equals="max_turns"),
 )
 """Trajectory-reliability measures, reported when the episodes carry their columns (the LLM
-adapter's episode columns; deterministic profiles have none of them)."""
+adapter's `episodes` columns; `n_invalid_tool_calls` and `n_retries` are the names expected
+for counters it does not write yet; deterministic profiles have none of them)."""
 
 EFFECT_COLUMNS: tuple[str, ...] = (
     "factor",
@@ -285,8 +287,8 @@ def _effects(
         scored = pl.col("__task").is_not_null()
         if infra:
             scored = ~(
-                pl.col(INFRA_COLUMN).fill_null(False)
-                | pl.col(f"{INFRA_COLUMN}__base").fill_null(False)
+                (pl.col(STATUS_COLUMN) == INFRA_STATUS).fill_null(False)
+                | (pl.col(f"{STATUS_COLUMN}__base") == INFRA_STATUS).fill_null(False)
             )
         quantities: dict[str, pl.Expr] = {
             "n": pl.col("__task").is_not_null().cast(pl.Float64),
@@ -477,7 +479,7 @@ def factor_effects(
         )
     key = [c for c in ("pack_id", task, "seed", "repetition") if c in episodes.schema]
     key += [c for c in _crossed(episodes, (*HELD_FIXED, *held_fixed), column) if c not in key]
-    infra = INFRA_COLUMN in episodes.schema
+    infra = STATUS_COLUMN in episodes.schema
     common = {
         "factor": factor,
         "column": column,

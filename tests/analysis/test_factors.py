@@ -162,7 +162,7 @@ def _frame(
                         "error": None,
                         "harness_error_style": style,
                         "n_retries": 1 if helped else 0,
-                        "n_turns": 4 + (1 if helped else 0),
+                        "model_turns": 4 + (1 if helped else 0),
                     }
                 )
     return pl.DataFrame(
@@ -171,7 +171,7 @@ def _frame(
             **EPISODE_SCHEMA,
             "harness_error_style": pl.String,
             "n_retries": pl.Int64,
-            "n_turns": pl.Int64,
+            "model_turns": pl.Int64,
         },
     )
 
@@ -219,8 +219,9 @@ def test_sign_reversal_across_packs() -> None:
 
 
 def test_infra_errors_leave_the_rates_and_count_as_a_measure() -> None:
+    infra = pl.col("episode_id") == "p1/retry_hint/3/0"
     frame = _frame(0, n_tasks=10, reps=1).with_columns(
-        (pl.col("episode_id") == "p1/retry_hint/3/0").alias("infra_error"),
+        pl.when(infra).then(pl.lit("infra_error")).otherwise(pl.lit("completed")).alias("status"),
         (pl.col("episode_id") == "p1/retry_hint/3/0").not_().alias("commit_valid_success"),
     )
     effects = factor_effects(frame, "harness_error_style", "cavbench", config=FAST)
