@@ -374,3 +374,24 @@ def test_stratified_bootstrap_and_a_level_without_pairs() -> None:
     terse = effects.frame.filter(pl.col("level") == "terse")
     assert set(terse["reading"]) == {"no paired episodes"}
     assert effects.n_unpaired >= lonely.height
+
+
+def test_any_swept_key_is_a_factor_adapter_and_model_temperature() -> None:
+    frame = _frame(6, 12).with_columns(
+        pl.when(pl.col("harness_error_style") == "cavbench")
+        .then(pl.lit("llm-a"))
+        .otherwise(pl.lit("llm-b"))
+        .alias("adapter"),
+        pl.when(pl.col("harness_error_style") == "cavbench")
+        .then(pl.lit(0.0))
+        .otherwise(pl.lit(0.7))
+        .alias("model_temperature"),
+    )
+    by_adapter = factor_effects(frame, "adapter", "llm-a", measures=HEADLINE_MEASURES, config=FAST)
+    by_temp = factor_effects(
+        frame, "model.temperature", "0.0", measures=HEADLINE_MEASURES, config=FAST
+    )
+    assert by_temp.column == "model_temperature"
+    assert by_temp.levels == ("0.7",)
+    assert by_adapter.frame["difference"].to_list() == by_temp.frame["difference"].to_list()
+    assert by_adapter.frame["difference"][1] == pytest.approx(0.5)
