@@ -57,7 +57,7 @@ def _control_sweep(root: Path, packs: tuple[str, ...]) -> Path:
 
 @pytest.fixture(scope="module")
 def harness_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The control sweep on the netops-v1 pack (10 cells, 240 episodes)."""
+    """The control sweep on the netops-v1 pack (10 cells, 320 episodes)."""
     return _control_sweep(tmp_path_factory.mktemp("sweeps"), ("netops-v1",))
 
 
@@ -87,14 +87,14 @@ def _assert_exactly_zero(sweep: Path, n_pairs: int) -> FactorEffects:
 
 
 def test_control_text_blind_profiles_give_exactly_zero(harness_sweep: Path) -> None:
-    # Every pair is a (scenario, profile) run under both levels: 5 x 24.
-    assert _assert_exactly_zero(harness_sweep, 120).by_pack is None
+    # Every pair is a (scenario, profile) run under both levels: 5 x 32.
+    assert _assert_exactly_zero(harness_sweep, 160).by_pack is None
 
 
 @pytest.mark.slow
 def test_control_text_blind_profiles_give_exactly_zero_in_two_domains(tmp_path: Path) -> None:
-    # Every pair is a (pack, scenario, profile) triple run under both levels: 5 x (5 + 24).
-    by_pack = _assert_exactly_zero(_control_sweep(tmp_path, ("mock", "netops-v1")), 145).by_pack
+    # Every pair is a (pack, scenario, profile) triple run under both levels: 5 x (5 + 32).
+    by_pack = _assert_exactly_zero(_control_sweep(tmp_path, ("mock", "netops-v1")), 185).by_pack
     assert by_pack is not None
     assert sorted(set(by_pack.get_column("pack_id"))) == ["mock", "netops-v1"]
     assert by_pack.get_column("difference").to_list() == [0.0] * 8

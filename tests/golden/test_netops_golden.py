@@ -14,13 +14,13 @@ from cavbench.evaluation import summarize
 from cavbench.runner import Episode, run_episodes
 from cavbench.scenarios import Family, load_pack
 
-# (n, OSR, PAOSR, CVSR) counts per profile over the 24 netops-v1 scenarios.
+# (n, OSR, PAOSR, CVSR) counts per profile over the 32 netops-v1 scenarios.
 HEADLINE = {
-    Profile.DIRECT: (24, 22, 18, 6),
-    Profile.POLICY_GATED: (24, 24, 24, 12),
-    Profile.COMMIT_GUARDED: (24, 24, 24, 18),
-    Profile.RECONCILED: (24, 24, 24, 21),
-    Profile.FULL_LIFECYCLE: (24, 24, 24, 24),
+    Profile.DIRECT: (32, 29, 24, 8),
+    Profile.POLICY_GATED: (32, 32, 32, 16),
+    Profile.COMMIT_GUARDED: (32, 32, 32, 24),
+    Profile.RECONCILED: (32, 32, 32, 28),
+    Profile.FULL_LIFECYCLE: (32, 32, 32, 32),
 }
 ER, IA, HP, ST = (
     Family.EXECUTION_RECOVERY,
@@ -28,13 +28,13 @@ ER, IA, HP, ST = (
     Family.STABLE_HAPPY_PATH,
     Family.STATE_MUTATION,
 )
-# CVSR successes per family (of 6 each).
+# CVSR successes per family (of 8 each).
 CVSR_BY_FAMILY = {
-    Profile.DIRECT: {ER: 0, IA: 0, HP: 6, ST: 0},
-    Profile.POLICY_GATED: {ER: 0, IA: 6, HP: 6, ST: 0},
-    Profile.COMMIT_GUARDED: {ER: 0, IA: 6, HP: 6, ST: 6},
-    Profile.RECONCILED: {ER: 3, IA: 6, HP: 6, ST: 6},
-    Profile.FULL_LIFECYCLE: {ER: 6, IA: 6, HP: 6, ST: 6},
+    Profile.DIRECT: {ER: 0, IA: 0, HP: 8, ST: 0},
+    Profile.POLICY_GATED: {ER: 0, IA: 8, HP: 8, ST: 0},
+    Profile.COMMIT_GUARDED: {ER: 0, IA: 8, HP: 8, ST: 8},
+    Profile.RECONCILED: {ER: 4, IA: 8, HP: 8, ST: 8},
+    Profile.FULL_LIFECYCLE: {ER: 8, IA: 8, HP: 8, ST: 8},
 }
 
 
@@ -46,7 +46,7 @@ def ablation() -> dict[Profile, list[Episode]]:
 
 def test_pack_is_a_second_domain_of_at_least_twenty_scenarios() -> None:
     net, core = load_pack("netops-v1"), load_pack("core-v1")
-    assert len(net) == 24
+    assert len(net) == 32
     assert not set(net.ids) & set(core.ids)
 
     def namespaces(pack: object) -> set[str]:
@@ -65,7 +65,7 @@ def test_headline_counts(ablation: dict[Profile, list[Episode]], profile: Profil
 def test_cvsr_by_family(ablation: dict[Profile, list[Episode]], profile: Profile) -> None:
     by_family = summarize(e.verdict for e in ablation[profile]).by_family
     assert {f: c.commit_valid for f, c in by_family.items()} == CVSR_BY_FAMILY[profile]
-    assert all(c.n == 6 for c in by_family.values())
+    assert all(c.n == 8 for c in by_family.values())
 
 
 def test_validity_gap_ladder_is_strict(ablation: dict[Profile, list[Episode]]) -> None:
@@ -77,4 +77,4 @@ def test_validity_gap_ladder_is_strict(ablation: dict[Profile, list[Episode]]) -
     for p in BASELINE_PROFILES:
         c = summarize(e.verdict for e in ablation[p]).overall
         gaps.append(c.outcome - c.commit_valid)
-    assert gaps == [16, 12, 6, 3, 0]
+    assert gaps == [21, 16, 8, 4, 0]
