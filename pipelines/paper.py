@@ -9,6 +9,10 @@ contrasts table), and ``manifest.json`` with the checksums of inputs and outputs
 runs and nothing touches the network. The default paths are relative to the working
 directory: run it from the repository root (or pass ``--artifacts`` and ``--out``).
 
+Every frozen factor study beside the ablation (a folder holding a ``study.json``, such as
+``artifacts/harness-control/``) is regenerated into ``artifacts/paper/<folder>/`` as well; see
+:mod:`pipelines.factor_study`.
+
 ``--check`` regenerates into a temporary directory and compares with the committed
 ``artifacts/paper/``: numbers (CSV, Markdown, LaTeX, the manifest's inputs and parameters)
 must match exactly; figures must match byte for byte, or, where the bytes differ, the PNG

@@ -291,6 +291,8 @@ def check_in(
     plan_path = prereg.get("analysis_plan")
     reason = prereg.get("deviation")
     reason = str(reason) if reason else None
+    if plan_path is None and not (sweep_dir / PREREG_NAME).is_file():
+        return None  # not pre-registered: leave no trace in the sweep folder
     with _locked(sweep_dir):
         state = read_preregistration(sweep_dir)
         if state is None and plan_path is None:

@@ -132,6 +132,7 @@ def test_a_sweep_without_a_plan_is_not_registered(
 ) -> None:
     run_cell(config())
     assert read_preregistration(_sweep(tmp_path)) is None
+    assert not (_sweep(tmp_path) / ".preregistration.lock").exists()
 
 
 def test_missing_plan_file_names_the_key(config: Callable[..., DictConfig], tmp_path: Path) -> None:
