@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from analysis import read_sweep
 from analysis._errors import AnalysisConfigError
+from cavbench.tables._collect import PREREGISTRATION_FILES
 from pipelines.analyze import (
     AnalysisManifest,
     AnalysisParameters,
@@ -110,7 +111,7 @@ def regenerate_study(study_dir: Path, out: Path) -> list[Path]:
     inputs = [s.path for s in tables.sources]
     inputs += [
         p
-        for name in (STUDY_FILE, "manifest.json", "preregistration.json", "deviations.jsonl")
+        for name in (STUDY_FILE, "manifest.json", *PREREGISTRATION_FILES)
         if (p := study_dir / name).is_file()
     ]
     manifest = AnalysisManifest(

@@ -40,12 +40,14 @@ from cavbench.study._config import (
 from cavbench.study._job import CellPlan, CellResult, run_cell, task
 from cavbench.study._prereg import (
     DEVIATIONS_NAME,
+    PACKS_NAME,
     PREREG_NAME,
     Deviation,
     DeviationKind,
     PlanRecord,
     Preregistration,
     PreregState,
+    RegisteredPack,
     describe,
     experiment_design,
     read_preregistration,
@@ -65,6 +67,7 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
 
 __all__ = [
     "DEVIATIONS_NAME",
+    "PACKS_NAME",
     "PREREG_NAME",
     "SCHEMA_NAME",
     "AdapterConf",
@@ -79,6 +82,7 @@ __all__ = [
     "PreregConf",
     "PreregState",
     "Preregistration",
+    "RegisteredPack",
     "ProfileConf",
     "ProfileName",
     "RuleName",

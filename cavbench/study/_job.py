@@ -29,7 +29,7 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from cavbench.adapters import ExecutionAdapter
-from cavbench.errors import ConfigError
+from cavbench.errors import CavBenchError, ConfigError
 from cavbench.evaluation import ScoringRule, evaluate
 from cavbench.runner import relaxed_gc, run_episode, select
 from cavbench.scenarios import Scenario, load_pack
@@ -202,6 +202,11 @@ def _check_preregistration(cfg: DictConfig, plan: CellPlan) -> None:
             existing = None
         if existing is not None and existing.status is CellStatus.COMPLETE:
             replacing = existing.config_hash
+    try:
+        loaded = load_pack(plan.pack_ref)
+        pack: tuple[str, str] | None = (loaded.pack_id, loaded.digest)
+    except CavBenchError:
+        pack = None  # the job fails on its own, recording FAILED and its traceback
     check_in(
         cfg,
         sweep=plan.sweep,
@@ -209,6 +214,7 @@ def _check_preregistration(cfg: DictConfig, plan: CellPlan) -> None:
         cell=plan.cell,
         replacing_config_hash=replacing,
         config_hash=plan.config_hash,
+        pack=pack,
     )
 
 

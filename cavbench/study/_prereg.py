@@ -39,7 +39,7 @@ from cavbench.tables import Provenance
 from cavbench.tables._collect import PREREGISTRATION_FILES, current_provenance
 from cavbench.tables._io import replace_atomically
 
-PREREG_NAME, DEVIATIONS_NAME = PREREGISTRATION_FILES
+PREREG_NAME, DEVIATIONS_NAME, PACKS_NAME = PREREGISTRATION_FILES
 MULTIRUN_NAME = "multirun.yaml"
 _LOCK_NAME = ".preregistration.lock"
 # Overrides that say where or how a sweep runs, not what it is.
@@ -84,6 +84,17 @@ class DeviationKind(StrEnum):
     ANALYSIS_PLAN = "analysis_plan"
     CELL_CONFIG = "cell_config"
     """A complete cell was redone (``output.overwrite``) under a different config."""
+    PACK_CONTENT = "pack_content"
+    """A scenario pack's digest differs from the one first registered for its id."""
+
+
+class RegisteredPack(_Record):
+    """One line of `registered_packs.jsonl`: the digest a pack had when the sweep first ran it."""
+
+    pack_id: str
+    digest: str
+    cell: str
+    """The cell whose job first ran the pack."""
 
 
 class Deviation(_Record):
@@ -106,6 +117,8 @@ class PreregState(_Record):
 
     registration: Preregistration
     deviations: tuple[Deviation, ...]
+    packs: tuple[RegisteredPack, ...] = ()
+    """Each pack's digest when the sweep first ran it (packs are registered as first seen)."""
 
 
 def _hash(value: object) -> str:
@@ -220,7 +233,64 @@ def read_preregistration(sweep_dir: Path) -> PreregState | None:
                     f"{log}: line {number} is not a deviation record (fix: restore the file; "
                     "it is append-only)"
                 ) from exc
-    return PreregState(registration=registration, deviations=tuple(deviations))
+    packs: list[RegisteredPack] = []
+    registry = Path(sweep_dir) / PACKS_NAME
+    if registry.is_file():
+        for number, line in enumerate(registry.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                packs.append(RegisteredPack.model_validate_json(line))
+            except ValidationError as exc:
+                raise ConfigError(
+                    f"{registry}: line {number} is not a registered pack (fix: restore the "
+                    "file; it is append-only)"
+                ) from exc
+    return PreregState(registration=registration, deviations=tuple(deviations), packs=tuple(packs))
+
+
+def _check_pack(
+    sweep_dir: Path,
+    state: PreregState,
+    pack: tuple[str, str] | None,
+    reason: str | None,
+    cell: str,
+) -> PreregState:
+    """Register a pack's digest when first seen; a later different digest is a deviation."""
+    if pack is None:
+        return state
+    pack_id, digest = pack
+    known = [p.digest for p in state.packs if p.pack_id == pack_id]
+    if not known:
+        entry = RegisteredPack(pack_id=pack_id, digest=digest, cell=cell)
+        with (sweep_dir / PACKS_NAME).open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry.model_dump(mode="json"), sort_keys=True) + "\n")
+        return state.model_copy(update={"packs": (*state.packs, entry)})
+    changes = [
+        d.new_hash
+        for d in state.deviations
+        if d.kind is DeviationKind.PACK_CONTENT and d.detail.startswith(f"pack {pack_id}:")
+    ]
+    current = changes[-1] if changes else known[0]
+    if current == digest:
+        return state
+    if not reason:
+        raise ConfigError(
+            f"{sweep_dir / PACKS_NAME}: scenario pack {pack_id!r} changed since the sweep first "
+            f"ran it ({current} -> {digest}). A change after registration is a deviation (fix: "
+            'state why with prereg.deviation="REASON", or restore the pack, or version it '
+            "under a new pack id)"
+        )
+    deviation = Deviation(
+        seq=len(state.deviations) + 1,
+        kind=DeviationKind.PACK_CONTENT,
+        reason=reason,
+        registered_hash=current,
+        new_hash=digest,
+        cell=cell,
+        detail=f"pack {pack_id}: digest {current} -> {digest}",
+    )
+    return _append(sweep_dir, state, deviation)
 
 
 def _current(state: PreregState, kind: DeviationKind, registered: str) -> str:
@@ -280,11 +350,14 @@ def check_in(
     cell: str,
     replacing_config_hash: str | None,
     config_hash: str,
+    pack: tuple[str, str] | None = None,
 ) -> PreregState | None:
     """Register the sweep (first job) or check this job against its registration.
 
     Called by every job before its first episode. ``replacing_config_hash`` is the config hash
-    of a complete cell this job is about to redo (``output.overwrite``), if any. Raises
+    of a complete cell this job is about to redo (``output.overwrite``), if any; ``pack`` is
+    the ``(pack id, digest)`` the job will run (None when the pack cannot be loaded: the job
+    then fails on its own, with its usual record). Raises
     :class:`ConfigError` for an unexplained change; returns the state after any deviation.
     """
     prereg = cfg.get("prereg") or {}
@@ -312,7 +385,8 @@ def check_in(
             )
             text = json.dumps(registration.model_dump(mode="json"), indent=2, sort_keys=True)
             replace_atomically(sweep_dir / PREREG_NAME, (text + "\n").encode("utf-8"))
-            return PreregState(registration=registration, deviations=())
+            fresh = PreregState(registration=registration, deviations=())
+            return _check_pack(sweep_dir, fresh, pack, reason, cell)
         state = _deviate(
             sweep_dir,
             state,
@@ -341,7 +415,7 @@ def check_in(
                 cell=cell,
                 detail=f"cell {cell} redone: config hash {replacing_config_hash} -> {config_hash}",
             )
-        return state
+        return _check_pack(sweep_dir, state, pack, reason, cell)
 
 
 def record_plan_deviation(sweep_dir: Path, reason: str, plan: Path | None = None) -> Deviation:
@@ -408,6 +482,8 @@ def describe(state: PreregState, *, check_plan: bool = True) -> list[str]:
         f"pre-registered: experiment config {r.experiment_hash} ({r.experiment_source})",
         "pre-registered: analysis plan "
         + (f"{r.plan.sha256} ({r.plan.path})" if r.plan else "none"),
+        "registered packs: "
+        + (", ".join(f"{p.pack_id} {p.digest}" for p in state.packs) or "none"),
         f"deviations: {len(state.deviations)}",
     ]
     for d in state.deviations:

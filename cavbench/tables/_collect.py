@@ -127,7 +127,7 @@ def _with_keys(data: pa.Table, schema: pa.Schema, manifest: CellManifest) -> pa.
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-PREREGISTRATION_FILES = ("preregistration.json", "deviations.jsonl")
+PREREGISTRATION_FILES = ("preregistration.json", "deviations.jsonl", "registered_packs.jsonl")
 """A pre-registered sweep's registration and deviation log (`cavbench.study`); collect copies
 them beside the merged tables, so a frozen copy keeps its registration."""
 

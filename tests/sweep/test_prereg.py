@@ -16,6 +16,7 @@ from cavbench.cli import main
 from cavbench.errors import ConfigError
 from cavbench.study import (
     DEVIATIONS_NAME,
+    PACKS_NAME,
     PREREG_NAME,
     DeviationKind,
     config_hash,
@@ -241,8 +242,39 @@ def test_collect_copies_the_registration_beside_the_tables(
     run_cell(config(f"prereg.analysis_plan={plan}", "profile=direct", "prereg.deviation=typo"))
     frozen = tmp_path / "frozen"
     assert main(["collect", str(_sweep(tmp_path)), "--out", str(frozen)]) == 0
-    for name in (PREREG_NAME, DEVIATIONS_NAME):
+    for name in (PREREG_NAME, DEVIATIONS_NAME, PACKS_NAME):
         assert (frozen / name).read_bytes() == (_sweep(tmp_path) / name).read_bytes()
     state = read_preregistration(frozen)
     assert state is not None
     assert [d.reason for d in state.deviations] == ["typo"]
+
+
+def test_an_edited_pack_is_a_deviation(
+    config: Callable[..., DictConfig], plan: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    from cavbench.scenarios import builtin_pack_root
+
+    pack = tmp_path / "my-pack"
+    shutil.copytree(builtin_pack_root() / "mock", pack)
+    run_cell(config(f"prereg.analysis_plan={plan}", f"scenarios.pack={pack}"))
+    state = read_preregistration(_sweep(tmp_path))
+    assert state is not None
+    assert [(p.pack_id, p.cell) for p in state.packs] == [
+        ("mock", state.registration.registered_by)
+    ]
+    document = pack / "scenarios" / "MK-01.json"
+    doc = json.loads(document.read_text(encoding="utf-8"))
+    doc["title"] += " (edited)"
+    document.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    edited = [f"prereg.analysis_plan={plan}", f"scenarios.pack={pack}", "profile=direct"]
+    with pytest.raises(ConfigError, match="scenario pack 'mock' changed since the sweep first ran"):
+        run_cell(config(*edited))
+    run_cell(config(*edited, "prereg.deviation=title typo"))
+    lines = _lines(tmp_path)
+    assert [(line["kind"], line["reason"]) for line in lines] == [
+        (DeviationKind.PACK_CONTENT, "title typo")
+    ]
+    run_cell(config(*edited[:2], "profile=reconciled", "prereg.deviation=title typo"))
+    assert len(_lines(tmp_path)) == 1  # recorded once
