@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
@@ -208,6 +208,26 @@ def _locked(sweep_dir: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+_Line = TypeVar("_Line", bound=BaseModel)
+
+
+def _read_lines(path: Path, model: type[_Line], what: str) -> tuple[_Line, ...]:
+    """The records of an append-only JSON-lines file (none when it does not exist)."""
+    if not path.is_file():
+        return ()
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(model.model_validate_json(line))
+        except ValidationError as exc:
+            raise ConfigError(
+                f"{path}: line {number} is not {what} (fix: restore the file; it is append-only)"
+            ) from exc
+    return tuple(records)
+
+
 def read_preregistration(sweep_dir: Path) -> PreregState | None:
     """The sweep's registration and deviations, or None when it was not pre-registered."""
     path = Path(sweep_dir) / PREREG_NAME
@@ -220,33 +240,9 @@ def read_preregistration(sweep_dir: Path) -> PreregState | None:
             f"{path}: not a readable pre-registration ({exc.__class__.__name__}) (fix: restore "
             "it from version control; a registration is never rewritten)"
         ) from exc
-    deviations: list[Deviation] = []
-    log = Path(sweep_dir) / DEVIATIONS_NAME
-    if log.is_file():
-        for number, line in enumerate(log.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                deviations.append(Deviation.model_validate_json(line))
-            except ValidationError as exc:
-                raise ConfigError(
-                    f"{log}: line {number} is not a deviation record (fix: restore the file; "
-                    "it is append-only)"
-                ) from exc
-    packs: list[RegisteredPack] = []
-    registry = Path(sweep_dir) / PACKS_NAME
-    if registry.is_file():
-        for number, line in enumerate(registry.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                packs.append(RegisteredPack.model_validate_json(line))
-            except ValidationError as exc:
-                raise ConfigError(
-                    f"{registry}: line {number} is not a registered pack (fix: restore the "
-                    "file; it is append-only)"
-                ) from exc
-    return PreregState(registration=registration, deviations=tuple(deviations), packs=tuple(packs))
+    deviations = _read_lines(Path(sweep_dir) / DEVIATIONS_NAME, Deviation, "a deviation record")
+    packs = _read_lines(Path(sweep_dir) / PACKS_NAME, RegisteredPack, "a registered pack")
+    return PreregState(registration=registration, deviations=deviations, packs=packs)
 
 
 def _check_pack(
