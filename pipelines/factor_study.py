@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from analysis import read_sweep
 from analysis._errors import AnalysisConfigError
+from cavbench.tables import verify_sweep
 from cavbench.tables._collect import PREREGISTRATION_FILES
 from pipelines.analyze import (
     AnalysisManifest,
@@ -78,8 +79,11 @@ def _prereg_lines(study_dir: Path) -> list[str]:
     return describe(state, check_plan=False)
 
 
-def regenerate_study(study_dir: Path, out: Path) -> list[Path]:
-    """Write a frozen study's factor analysis into ``out`` (created); return the files written."""
+def regenerate_study(study_dir: Path, out: Path, *, verify: bool = True) -> list[Path]:
+    """Write a frozen study's factor analysis into ``out`` (created); return the files written.
+
+    The frozen tables are verified against their manifest's checksums first, as the paper's
+    (``verify=False`` only for synthetic tables that carry no cavbench manifest, in tests)."""
     study_dir, out = Path(study_dir), Path(out)
     spec = _spec(study_dir)
     if spec.confirmatory and not (study_dir / "preregistration.json").is_file():
@@ -87,7 +91,11 @@ def regenerate_study(study_dir: Path, out: Path) -> list[Path]:
             f"{study_dir / STUDY_FILE}: confirmatory, but the study has no preregistration.json "
             "(fix: copy it from the sweep folder, or set confirmatory to false)"
         )
-    tables = read_sweep(study_dir)
+    if verify:
+        verified = verify_sweep(study_dir)
+        tables = read_sweep(verified.read_from, cells=verified.cells or None)
+    else:
+        tables = read_sweep(study_dir)
     options = AnalyzeOptions(
         factor=spec.factor, baseline=spec.baseline, confirmatory=spec.confirmatory
     )
