@@ -30,14 +30,18 @@ from analysis._calibration import (
 )
 from analysis._contrasts import (
     ContrastsResult,
+    PermutationMethod,
+    PermutationTest,
     holm_adjust,
     mcnemar_exact,
     paired_contrasts,
     paired_permutation_p,
+    permutation_test_result,
 )
 from analysis._errors import (
     AnalysisConfigError,
     AnalysisError,
+    AnalysisWarning,
     MixedInputError,
     SweepNotFoundError,
     TableSchemaError,
@@ -90,6 +94,7 @@ __all__ = [
     "VERDICT_COLUMNS",
     "AnalysisConfigError",
     "AnalysisError",
+    "AnalysisWarning",
     "BootstrapConfig",
     "BootstrapResult",
     "CalibrationMethod",
@@ -106,6 +111,8 @@ __all__ = [
     "MetricsResult",
     "MixedInputError",
     "NamedStatistic",
+    "PermutationMethod",
+    "PermutationTest",
     "Plot",
     "Ratio",
     "RatioDifference",
@@ -140,6 +147,7 @@ __all__ = [
     "paired_contrasts",
     "paired_difference_figure",
     "paired_permutation_p",
+    "permutation_test_result",
     "pass_hat_k",
     "pass_hat_k_per_task",
     "pass_k_figure",

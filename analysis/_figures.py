@@ -64,14 +64,25 @@ class Plot:
     data: pl.DataFrame
 
 
+P_VALUE_SUFFIXES = ("_p", "_p_holm", "_p_floor")
+"""Columns ending so hold p-values: rounded to significant digits, never to 0."""
+
+
 def round_numbers(frame: pl.DataFrame, decimals: int = DECIMALS) -> pl.DataFrame:
     """Round every float column, so drawn and written numbers agree and ulp noise vanishes.
 
-    >>> round_numbers(pl.DataFrame({"x": [0.1 + 0.2]})).item()
-    0.3
+    p-value columns keep ``decimals`` significant digits instead, so a p of 2e-9 is written
+    as such and not as 0.
+
+    >>> round_numbers(pl.DataFrame({"x": [0.1 + 0.2], "mcnemar_p": [2.0**-29]})).row(0)
+    (0.3, 1.86265e-09)
     """
     return frame.with_columns(
-        pl.col(name).round(decimals) for name, dtype in frame.schema.items() if dtype.is_float()
+        pl.col(name).round_sig_figs(decimals)
+        if name.endswith(P_VALUE_SUFFIXES)
+        else pl.col(name).round(decimals)
+        for name, dtype in frame.schema.items()
+        if dtype.is_float()
     )
 
 
