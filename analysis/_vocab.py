@@ -60,6 +60,9 @@ class IntervalMethod(StrEnum):
 
     PERCENTILE = "percentile"
     BCA = "bca"
+    CLUSTER_T = "cluster_t"
+    """Not a bootstrap reading: estimate +/- t(T - 1) x the cluster-robust standard error
+    (with the T / (T - 1) correction). Better calibrated than BCa with few tasks."""
 
 
 class SmallNMethod(StrEnum):
