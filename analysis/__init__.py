@@ -49,6 +49,8 @@ from analysis._errors import (
 from analysis._figures import (
     FigureFormat,
     Plot,
+    dimension_heatmap,
+    family_heatmap,
     family_small_multiples,
     figure_style,
     osr_cvsr_dumbbell,
@@ -84,6 +86,7 @@ from analysis._vocab import (
     SmallNMethod,
     SuccessFlag,
     VerdictStatus,
+    pretty_label,
 )
 
 __all__ = [
@@ -134,6 +137,8 @@ __all__ = [
     "dimension_breakdown",
     "effective_n",
     "failure_code_breakdown",
+    "dimension_heatmap",
+    "family_heatmap",
     "family_small_multiples",
     "figure_style",
     "grouped_tasks",
@@ -147,6 +152,7 @@ __all__ = [
     "paired_contrasts",
     "paired_difference_figure",
     "paired_permutation_p",
+    "pretty_label",
     "permutation_test_result",
     "pass_hat_k",
     "pass_hat_k_per_task",

@@ -348,7 +348,9 @@ def cluster_robust_t_bounds(
             (-1.0, compiled.right_plus, compiled.right_minus, compiled.right_over),
         ):
             ratio = (totals[plus] - totals[minus]) / totals[over]
-            influence += sign * ((ext[:, plus] - ext[:, minus]) - ratio * ext[:, over]) / totals[over]
+            influence += (
+                sign * ((ext[:, plus] - ext[:, minus]) - ratio * ext[:, over]) / totals[over]
+            )
         estimate = _evaluate(compiled, totals[: len(matrix.columns)])
     labels = matrix.strata if stratified and matrix.strata is not None else ("",) * n_tasks
     strata = np.asarray(labels, dtype=object)

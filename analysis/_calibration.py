@@ -404,9 +404,7 @@ def over_seeds(
     counts: dict[str, list[tuple[int, int]]] = {}
     for seed in seeds:
         result = run(replace(setup, seed=seed))
-        estimates = (
-            result.estimates if isinstance(result, CalibrationResult) else result.coverage
-        )
+        estimates = result.estimates if isinstance(result, CalibrationResult) else result.coverage
         for e in estimates:
             counts.setdefault(str(e.method), []).append((e.covered, e.replications))
         if isinstance(result, PairedCalibrationResult):

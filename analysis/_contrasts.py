@@ -380,9 +380,7 @@ def paired_contrasts(
                         permutation_method=str(permutation.method),
                         permutation_p_floor=permutation.floor,
                     )
-                    p_values.append(
-                        (mcnemar_exact(left_higher, right_higher), permutation.p_value)
-                    )
+                    p_values.append((mcnemar_exact(left_higher, right_higher), permutation.p_value))
                 rows.append(row)
     if not rows:
         raise AnalysisConfigError(f"no pair of {factor!r} levels to compare (levels: {levels})")

@@ -42,7 +42,9 @@ from analysis import (
     SweepTables,
     contrasts_table,
     dimension_breakdown,
+    dimension_heatmap,
     failure_code_breakdown,
+    family_heatmap,
     family_small_multiples,
     headline_metrics,
     headline_table,
@@ -203,12 +205,16 @@ def compute_analysis(
     plots = [
         validity_gap_figure(metrics.frame, group_by),
         osr_cvsr_dumbbell(metrics.frame, group_by),
-        pass_k_figure(pass_k, group_by),
     ]
     if family_metrics is not None and len(group_by) == 1:
-        plots.insert(2, family_small_multiples(family_metrics, group=group_by[0]))
+        plots.append(family_small_multiples(family_metrics, group=group_by[0]))
+        plots.append(family_heatmap(family_metrics, group=group_by[0]))
     if contrasts is not None and not within:
-        plots.insert(-1, paired_difference_figure(contrasts.frame))
+        plots.append(paired_difference_figure(contrasts.frame))
+    if dimensions is not None and len(group_by) == 1 and not dimensions.is_empty():
+        plots.append(dimension_heatmap(dimensions, group=group_by[0]))
+    if pass_k.filter(pl.col("k") > 1).height:  # pass^k says something only with repeats
+        plots.append(pass_k_figure(pass_k, group_by))
     return AnalysisBundle(
         options=options,
         metrics=metrics,
