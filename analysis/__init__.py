@@ -71,7 +71,15 @@ from analysis._intervals import Interval, binomial_interval, jeffreys_interval, 
 from analysis._io import Layout, SweepTables, TableSource, read_sweep, sha256_file
 from analysis._metrics import MetricsResult, effective_n, headline_metrics, rate_counts
 from analysis._passk import pass_hat_k, pass_hat_k_per_task
-from analysis._report import ReportTable, contrasts_table, headline_table, to_latex, to_markdown
+from analysis._report import (
+    ReportTable,
+    contrasts_table,
+    headline_table,
+    to_great_table,
+    to_html,
+    to_latex,
+    to_markdown,
+)
 from analysis._synthetic import (
     GOLDEN_ABLATION_COUNTS,
     SyntheticTables,
@@ -164,6 +172,8 @@ __all__ = [
     "run_calibration",
     "sha256_file",
     "simulate_episodes",
+    "to_great_table",
+    "to_html",
     "to_latex",
     "to_markdown",
     "validity_gap_figure",

@@ -5,7 +5,7 @@ writes, into DIR (replaced as a whole, never left half-written):
 
 - `metrics.parquet` (headline metrics per group, long form), `metrics_by_family.parquet`,
   `contrasts.parquet`, `pass_k.parquet`, `failure_codes.parquet`, `dimensions.parquet`;
-- `headline.md` / `headline.tex` and `contrasts.md` / `contrasts.tex`;
+- `headline.md` / `.tex` / `.html` and `contrasts.md` / `.tex` / `.html`;
 - `figures/` (SVG, PDF, PNG, and beside each the CSV of the numbers it draws);
 - `analysis_manifest.json`: the inputs with their checksums, every parameter (seed,
   resamples, level, method, ...), library versions, and the checksum of every output.
@@ -55,6 +55,7 @@ from analysis import (
     pass_k_figure,
     read_sweep,
     sha256_file,
+    to_html,
     to_latex,
     to_markdown,
     validity_gap_figure,
@@ -337,7 +338,11 @@ def write_bundle(
         _write_frame(frame, path)
         written.append(path)
     for name, table in bundle.reports().items():
-        for suffix, text in ((".md", to_markdown(table)), (".tex", to_latex(table))):
+        for suffix, text in (
+            (".md", to_markdown(table)),
+            (".tex", to_latex(table)),
+            (".html", to_html(table)),
+        ):
             path = directory / f"{name}{suffix}"
             path.write_text(text, encoding="utf-8")
             written.append(path)

@@ -51,7 +51,7 @@ DEFAULT_OUT = Path("artifacts/paper")
 PAPER_MANIFEST = "manifest.json"
 PNG_TOLERANCE = 2.0
 """RMS pixel difference (0-255 scale, as `matplotlib.testing.compare`) a PNG may show."""
-EXACT_SUFFIXES = frozenset({".csv", ".md", ".tex"})
+EXACT_SUFFIXES = frozenset({".csv", ".md", ".tex", ".html"})
 FIGURE_SUFFIXES = frozenset({".svg", ".pdf", ".png"})
 PAPER_OPTIONS = AnalyzeOptions()
 """The paper uses `cavbench analyze`'s defaults, so either command gives the same numbers."""

@@ -79,10 +79,13 @@ def test_true_paired_difference_integrates_the_logit_shift() -> None:
 
 def test_coverage_over_seeds_pools_the_counts() -> None:
     pooled = over_seeds(
-        run_calibration, CalibrationSetup(n_tasks=10, replications=25, n_resamples=100), [0, 1, 2, 3]
+        run_calibration,
+        CalibrationSetup(n_tasks=10, replications=25, n_resamples=100),
+        [0, 1, 2, 3],
     )
     first = pooled[0]
-    assert first.replications == 100 and len(first.per_seed) == 4
+    assert first.replications == 100
+    assert len(first.per_seed) == 4
     assert first.value == pytest.approx(sum(first.per_seed) / 4)
     assert first.monte_carlo_error == pytest.approx((first.value * (1 - first.value) / 100) ** 0.5)
 

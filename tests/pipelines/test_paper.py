@@ -24,7 +24,14 @@ def regenerated(artifacts_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
 
 def test_regenerates_figures_tables_and_manifest(regenerated: Path) -> None:
     figures = {p.name for p in (regenerated / "figures").iterdir()}
-    for name in ("validity_gap", "osr_cvsr_dumbbell", "cvsr_by_family", "paired_differences"):
+    for name in (
+        "validity_gap",
+        "osr_cvsr_dumbbell",
+        "cvsr_vg_by_family",
+        "cvsr_family_heatmap",
+        "paired_differences",
+        "dimension_fail_rates",
+    ):
         assert {f"{name}.svg", f"{name}.pdf", f"{name}.png", f"{name}.csv"} <= figures
     for name in ("headline.md", "headline.tex", "metrics.csv", "contrasts.csv", "pass_k.csv"):
         assert (regenerated / name).is_file()
@@ -56,13 +63,13 @@ def test_a_changed_number_or_a_missing_file_fails_the_comparison(
     shutil.copytree(regenerated, committed)
     csv = committed / "figures" / "validity_gap.csv"
     csv.write_text(csv.read_text(encoding="utf-8").replace("0.675", "0.676"), encoding="utf-8")
-    (committed / "figures" / "pass_k.svg").unlink()
+    (committed / "figures" / "dimension_fail_rates.svg").unlink()
     report = paper.compare_outputs(committed, regenerated)
     assert not report.ok
     verdicts = {f.path: f.verdict for f in report.files if not f.ok}
     assert verdicts == {
         "figures/validity_gap.csv": paper.Verdict.DIFFERENT,
-        "figures/pass_k.svg": paper.Verdict.MISSING,
+        "figures/dimension_fail_rates.svg": paper.Verdict.MISSING,
     }
 
 
@@ -71,12 +78,12 @@ def test_a_figure_whose_bytes_differ_passes_on_pixels_unless_strict(
 ) -> None:
     committed = tmp_path / "paper"
     shutil.copytree(regenerated, committed)
-    svg = committed / "figures" / "pass_k.svg"
+    svg = committed / "figures" / "dimension_fail_rates.svg"
     svg.write_text(svg.read_text(encoding="utf-8") + "<!-- another build -->\n", encoding="utf-8")
     report = paper.compare_outputs(committed, regenerated)
     assert report.ok
     verdicts = {f.path: f.verdict for f in report.files}
-    assert verdicts["figures/pass_k.svg"] is paper.Verdict.WITHIN_TOLERANCE
+    assert verdicts["figures/dimension_fail_rates.svg"] is paper.Verdict.WITHIN_TOLERANCE
     assert not paper.compare_outputs(committed, regenerated, strict=True).ok
 
 
@@ -85,13 +92,13 @@ def test_a_png_beyond_the_pixel_tolerance_fails(regenerated: Path, tmp_path: Pat
 
     committed = tmp_path / "paper"
     shutil.copytree(regenerated, committed)
-    png = committed / "figures" / "pass_k.png"
+    png = committed / "figures" / "dimension_fail_rates.png"
     pixels = mpimg.imread(png)
     pixels[: pixels.shape[0] // 2, :, :3] = 0.0
     mpimg.imsave(png, pixels)
     report = paper.compare_outputs(committed, regenerated)
     failed = {f.path for f in report.files if not f.ok}
-    assert failed == {"figures/pass_k.png"}
+    assert failed == {"figures/dimension_fail_rates.png"}
 
 
 def test_manifest_parameters_must_match(regenerated: Path, tmp_path: Path) -> None:
