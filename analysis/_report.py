@@ -212,6 +212,13 @@ def contrasts_table(
         "McNemar: exact two-sided sign test on the discordant scenarios. Permutation: paired "
         "sign-flip test of the mean per-scenario difference.",
     ]
+    if "permutation_method" in contrasts.columns:
+        floors = contrasts.filter(pl.col("permutation_method") == "monte_carlo")
+        if floors.height:
+            notes.append(
+                f"{floors.height} permutation p-value(s) from random sign flips: they cannot "
+                f"fall below {float(floors['permutation_p_floor'].min()):.2g}; the others are exact."  # type: ignore[arg-type]
+            )
     if note:
         notes.append(note)
     return ReportTable(headers, aligns, (rows,), caption, tuple(notes), label)

@@ -23,8 +23,13 @@ import argparse
 import time
 from collections.abc import Sequence
 
-from analysis import CalibrationSetup
-from analysis._calibration import PooledEstimate, over_seeds, run_calibration, run_paired_calibration
+from analysis import (
+    CalibrationSetup,
+    PooledEstimate,
+    over_seeds,
+    run_calibration,
+    run_paired_calibration,
+)
 
 SINGLE: tuple[tuple[int, int, float, float], ...] = (
     # (tasks, repetitions, mean rate, concentration); ICC = 1 / (concentration + 1)

@@ -20,6 +20,7 @@ import os
 import platform
 import shutil
 import tempfile
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -30,6 +31,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict
 
 from analysis import (
+    AnalysisWarning,
     BootstrapConfig,
     ContrastsResult,
     FigureFormat,
@@ -108,6 +110,9 @@ class AnalysisBundle:
     headline: ReportTable
     contrasts_report: ReportTable | None
     plots: tuple[Plot, ...] = field(default=())
+    warnings: tuple[str, ...] = ()
+    """Caveats the analysis raised as :class:`analysis.AnalysisWarning` (e.g. unequal
+    repetitions behind pass^k); the CLI prints them."""
 
     def frames(self) -> dict[str, pl.DataFrame]:
         """The numeric result tables by output name."""
@@ -189,7 +194,15 @@ def compute_analysis(
             config=config,
             permutation_resamples=options.permutation_resamples,
         )
-    pass_k = pass_hat_k(episodes, group_by, flag=options.pass_k_flag, config=config)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", AnalysisWarning)
+        pass_k = pass_hat_k(episodes, group_by, flag=options.pass_k_flag, config=config)
+    notes = []
+    for warning in caught:  # analysis caveats go to the bundle; anything else is re-issued
+        if issubclass(warning.category, AnalysisWarning):
+            notes.append(str(warning.message))
+        else:
+            warnings.warn(warning.message, warning.category, stacklevel=2)
     failure_codes = failure_code_breakdown(episodes, group_by)
     dimensions = None
     if verdicts is not None:
@@ -227,6 +240,7 @@ def compute_analysis(
         headline=headline,
         contrasts_report=contrasts_report,
         plots=tuple(plots),
+        warnings=tuple(notes),
     )
 
 

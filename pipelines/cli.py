@@ -86,6 +86,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(render_markdown(result.bundle.contrasts_report))
     for cell in result.tables.skipped_cells:
         print(f"warning: left out incomplete job {cell}", file=sys.stderr)
+    for caveat in result.bundle.warnings:
+        print(f"warning: {caveat}", file=sys.stderr)
     print(
         f"wrote {len(result.manifest.outputs) + 1} files to {result.out} "
         f"(manifest: {result.out / 'analysis_manifest.json'})"
