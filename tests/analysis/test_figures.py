@@ -186,3 +186,28 @@ def test_a_frame_without_the_metrics_is_refused(ablation: SyntheticTables) -> No
     metrics = headline_metrics(ablation.episodes, config=FAST).frame
     with pytest.raises(AnalysisConfigError, match="none of"):
         validity_gap_figure(metrics.filter(pl.col("metric") == "OSR"))
+
+
+def test_every_figure_is_byte_identical_when_built_twice(
+    ablation_repeated: SyntheticTables, tmp_path: Path
+) -> None:
+    episodes = ablation_repeated.episodes
+
+    def build() -> list[Plot]:
+        family = headline_metrics(
+            episodes, ("profile", "family"), BootstrapConfig(n_resamples=200, stratify_by="family")
+        ).frame
+        contrasts = paired_contrasts(episodes, config=BootstrapConfig(n_resamples=200)).frame
+        dimensions = dimension_breakdown(ablation_repeated.verdicts, episodes=episodes)
+        return [
+            family_small_multiples(family),
+            family_heatmap(family),
+            paired_difference_figure(contrasts),
+            dimension_heatmap(dimensions),
+        ]
+
+    for run in ("a", "b"):
+        for plot in build():
+            write_plot(plot, tmp_path / run)
+    assert _digests(tmp_path / "a") == _digests(tmp_path / "b")
+    assert len(_digests(tmp_path / "a")) == 16

@@ -9,7 +9,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis import BootstrapConfig, FigureFormat, MixedInputError, SyntheticTables, sha256_file
+from analysis import (
+    BootstrapConfig,
+    FigureFormat,
+    MixedInputError,
+    SyntheticTables,
+    ablation_standin,
+    sha256_file,
+)
 from pipelines.analyze import ANALYSIS_MANIFEST, AnalyzeOptions, compute_analysis, run_analyze
 from pipelines.cli import register
 
@@ -204,3 +211,13 @@ def test_contrasts_with_a_single_discordant_task_give_p_one(
     assert single["permutation_p"].to_list() == [1.0] * single.height
     # One episode per task: no pass^k figure (it would be one point per profile).
     assert "pass_k" not in {plot.name for plot in bundle.plots}
+
+
+def test_unequal_repetitions_reach_the_bundle_as_a_warning() -> None:
+    # Two runs of every scenario, then one run of ER-01 dropped for every profile.
+    twice = ablation_standin(seeds=(0, 1)).episodes
+    episodes = twice.filter(~((pl.col("scenario_id") == "ER-01") & (pl.col("seed") == 1)))
+    bundle = compute_analysis(episodes, None, FAST)
+    assert len(bundle.warnings) == 1
+    assert "direct: 1 to 2;" in bundle.warnings[0]
+    assert bundle.pass_k.filter(pl.col("k") == 2)["n_tasks"].unique().to_list() == [39]
