@@ -671,7 +671,7 @@ def pass_k_figure(pass_k: pl.DataFrame, groups: Sequence[str] = ("profile",)) ->
         ax.set_xlim(min(ks) - 0.5, max(ks) + 0.5)
         ax.set_ylim(-0.03, 1.03)
         ax.grid(True, axis="y")
-        ax.set_xlabel("k (repeats that must all succeed); below: tasks with ≥ k runs")
+        ax.set_xlabel("k (repeats that must all succeed)\ntasks with ≥ k runs under each k")
         ax.set_ylabel(f"pass^k ({pretty_label(data['flag'][0])})")
         ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=min(3, len(labels)))
         return _finish("pass_k", fig, data)

@@ -87,6 +87,16 @@ def test_every_figure_fits_one_column_with_no_text_below_7_points(plots: list[Pl
         assert texts, plot.name
         small = [(t.get_text(), t.get_fontsize()) for t in texts if t.get_fontsize() < 7.0]
         assert not small, (plot.name, small)
+        # Nothing is cut off at the figure's edge.
+        renderer = plot.figure._get_renderer()  # type: ignore[attr-defined]
+        bounds = plot.figure.bbox
+        outside = [
+            t.get_text()
+            for t in texts
+            if not bounds.contains(*t.get_window_extent(renderer).min)
+            or not bounds.contains(*t.get_window_extent(renderer).max)
+        ]
+        assert not outside, (plot.name, outside)
 
 
 def test_labels_go_through_the_pretty_mapping(plots: list[Plot]) -> None:
