@@ -673,7 +673,8 @@ def pass_k_figure(pass_k: pl.DataFrame, groups: Sequence[str] = ("profile",)) ->
         ax.grid(True, axis="y")
         ax.set_xlabel("k (repeats that must all succeed)\ntasks with ≥ k runs under each k")
         ax.set_ylabel(f"pass^k ({pretty_label(data['flag'][0])})")
-        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=min(3, len(labels)))
+        columns = 3 if max(len(label) for label in labels) <= 10 else 2
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=min(columns, len(labels)))
         return _finish("pass_k", fig, data)
 
 
