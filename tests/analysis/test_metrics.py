@@ -204,3 +204,19 @@ def test_effective_n_uses_the_cluster_robust_variance_with_its_t_over_t_minus_1_
     expected = 20 * (0.25 / 20) / clustered  # n / deff = 0.25 * 400 / (4/3 * 5) = 15
     assert expected == pytest.approx(15.0)
     assert effective_n(s, m) == pytest.approx(expected)
+
+
+def test_cluster_t_option_reports_its_method_and_widens_with_few_tasks(
+    ablation: SyntheticTables,
+) -> None:
+    from analysis import IntervalMethod
+
+    config = BootstrapConfig(n_resamples=500, method=IntervalMethod.CLUSTER_T)
+    frame = headline_metrics(ablation.episodes, config=config).frame
+    direct_cvsr = frame.filter((pl.col("profile") == "direct") & (pl.col("metric") == "CVSR"))
+    row = direct_cvsr.row(0, named=True)
+    assert row["ci_method"] == "cluster_t"
+    # 10/40 over 40 single-episode tasks: 0.25 +/- t(39) * sqrt(40/39 * 40 * .25 * .75) / 40.
+    se = (40 / 39 * 40 * 0.25 * 0.75) ** 0.5 / 40
+    half = 2.0226909200367604 * se
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((0.25 - half, 0.25 + half), rel=1e-9)
