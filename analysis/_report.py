@@ -18,7 +18,7 @@ from great_tables import GT
 
 from analysis._bootstrap import BootstrapConfig
 from analysis._contrasts import CONTRAST_COLUMNS
-from analysis._vocab import Metric, SmallNMethod
+from analysis._vocab import IntervalMethod, Metric, SmallNMethod
 
 _DASH = "–"
 
@@ -72,7 +72,13 @@ def fmt_interval(low: float | None, high: float | None, decimals: int = 3) -> st
 def _interval_legend(config: BootstrapConfig, n_tasks: Sequence[int]) -> str:
     tasks = ", ".join(str(t) for t in sorted(set(n_tasks)))
     strat = f", stratified by {config.stratify_by}" if config.stratify_by else ""
-    method = "BCa" if config.method == "bca" else "percentile"
+    if config.method is IntervalMethod.CLUSTER_T:
+        return (
+            f"Clustered: {config.level:.0%} cluster-robust t interval (CR1 standard error over "
+            f"scenarios, t with T - 1 degrees of freedom{strat}); the unit is the scenario "
+            f"({tasks} tasks), so repeated episodes of a scenario count once."
+        )
+    method = "BCa" if config.method is IntervalMethod.BCA else "percentile"
     return (
         f"Clustered: {config.level:.0%} task-clustered bootstrap interval ({method}, "
         f"{config.n_resamples:,} resamples, seed {config.seed}{strat}); the resampling unit is "
