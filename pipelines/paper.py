@@ -4,13 +4,13 @@
 tables from ``artifacts/ablation/`` (``episodes.parquet``, ``verdicts.parquet``,
 ``manifest.json``), runs the same analysis as ``cavbench analyze`` with its default
 parameters, and writes ``artifacts/paper/``: every figure as SVG, PDF and PNG with the CSV of
-the numbers it draws, the result tables as CSV, ``headline.md`` / ``headline.tex`` (and the
+the numbers it draws, the result tables as CSV, ``headline.md`` / ``.tex`` / ``.html`` (and the
 contrasts table), and ``manifest.json`` with the checksums of inputs and outputs. No adapter
 runs and nothing touches the network. The default paths are relative to the working
 directory: run it from the repository root (or pass ``--artifacts`` and ``--out``).
 
 ``--check`` regenerates into a temporary directory and compares with the committed
-``artifacts/paper/``: numbers (CSV, Markdown, LaTeX, the manifest's inputs and parameters)
+``artifacts/paper/``: numbers (CSV, Markdown, LaTeX, HTML, the manifest's inputs and parameters)
 must match exactly; figures must match byte for byte, or, where the bytes differ, the PNG
 must match within a pixel tolerance (a different matplotlib or FreeType build can move an
 antialiased edge without changing a number). Exit status 1 on any difference.
