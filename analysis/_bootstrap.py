@@ -49,7 +49,12 @@ class BootstrapConfig:
     """A task-level column (e.g. ``family``): resample tasks within each of its strata."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "method", IntervalMethod(self.method))  # accept "bca" too
+        try:  # accept the plain string ("bca") as well as the enum member
+            object.__setattr__(self, "method", IntervalMethod(self.method))
+        except ValueError:
+            raise AnalysisConfigError(
+                f"method must be one of {[m.value for m in IntervalMethod]}, got {self.method!r}"
+            ) from None
         if self.n_resamples < 1:
             raise AnalysisConfigError(
                 f"n_resamples must be at least 1, got {self.n_resamples} (fix: use e.g. 10000)"
