@@ -127,8 +127,9 @@ class PermutationTest:
     """Smallest p-value the Monte Carlo test can report (``1 / (B + 1)``); None when exact."""
 
 
-EXACT_GRID_LIMIT = 4_000_000
-"""Largest integer range of the summed differences the exact convolution walks through."""
+EXACT_WORK_LIMIT = 200_000_000
+"""Largest tasks x grid-range product the exact convolution may cost (about a second);
+beyond it the test falls back to random sign flips and reports their floor."""
 MAX_DENOMINATOR = 10_000
 """Per-task rates are counts over at most this many episodes when recovered as fractions."""
 
@@ -144,7 +145,7 @@ def _integer_grid(differences: np.ndarray) -> np.ndarray | None:
         return None
     scale = math.lcm(*(f.denominator for f in fractions))
     grid = np.array([int(f * scale) for f in fractions], dtype=np.int64)
-    if int(np.abs(grid).sum()) > EXACT_GRID_LIMIT:
+    if grid.size * (2 * int(np.abs(grid).sum()) + 1) > EXACT_WORK_LIMIT:
         return None
     return grid
 
