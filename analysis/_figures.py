@@ -441,7 +441,11 @@ def _heatmap(
     rows: Sequence[str],
     columns: Sequence[str],
     cmap: LinearSegmentedColormap,
+    *,
+    slanted: bool = False,
 ) -> None:
+    """Cells with centred text; ``slanted`` tilts the column labels so narrow columns with
+    long names do not run into each other."""
     masked = np.ma.masked_invalid(values)
     ax.pcolormesh(masked, cmap=cmap, vmin=0.0, vmax=1.0, edgecolors="white", linewidth=1.0)
     for i, row in enumerate(texts):
@@ -463,6 +467,9 @@ def _heatmap(
     ax.set_ylim(len(rows), 0)
     ax.tick_params(axis="x", length=0, labeltop=True, labelbottom=False)
     ax.tick_params(axis="y", length=0)
+    if slanted:
+        for label in ax.get_xticklabels():
+            label.set(rotation=30, ha="left", rotation_mode="anchor")
     ax.grid(False)
     for spine in ax.spines.values():
         spine.set_visible(False)
@@ -534,6 +541,7 @@ def dimension_heatmap(dimensions: pl.DataFrame, group: str = "profile") -> Plot:
             [pretty_label(v) for v in levels],
             [short_label(d) for d in dims],
             _DIVERGING_BAD,
+            slanted=True,
         )
         ax.set_xlabel("fail rate per dimension (failed/applicable)")
         return _finish("dimension_fail_rates", fig, data)
