@@ -394,7 +394,7 @@ def family_small_multiples(
     step = 0.34 if len(metrics) > 1 else 0.0
     offsets = [step * (i - (len(metrics) - 1) / 2) for i in range(len(metrics))]
     with figure_style():
-        fig = _new_figure(n_rows * (0.27 * len(levels) * max(1, len(metrics) * 0.75) + 0.45) + 0.5)
+        fig = _new_figure(n_rows * (0.21 * len(levels) * max(1, len(metrics) * 0.75) + 0.45) + 0.5)
         axes = fig.subplots(n_rows, n_cols, sharex=True, sharey=True, squeeze=False)
         for index, ax in enumerate(axes.ravel()):
             if index >= len(facets):
