@@ -5,7 +5,7 @@ writes, into DIR (replaced as a whole, never left half-written):
 
 - `metrics.parquet` (headline metrics per group, long form), `metrics_by_family.parquet`,
   `contrasts.parquet`, `pass_k.parquet`, `failure_codes.parquet`, `dimensions.parquet`;
-- `headline.md` / `headline.tex` and `contrasts.md` / `contrasts.tex`;
+- `headline.md` / `.tex` / `.html` and `contrasts.md` / `.tex` / `.html`;
 - `figures/` (SVG, PDF, PNG, and beside each the CSV of the numbers it draws);
 - `analysis_manifest.json`: the inputs with their checksums, every parameter (seed,
   resamples, level, method, ...), library versions, and the checksum of every output.
@@ -21,6 +21,7 @@ import os
 import platform
 import shutil
 import tempfile
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -28,9 +29,10 @@ from pathlib import Path
 from typing import Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from analysis import (
+    AnalysisWarning,
     BootstrapConfig,
     ContrastsResult,
     FigureFormat,
@@ -43,7 +45,9 @@ from analysis import (
     SweepTables,
     contrasts_table,
     dimension_breakdown,
+    dimension_heatmap,
     failure_code_breakdown,
+    family_heatmap,
     family_small_multiples,
     headline_metrics,
     headline_table,
@@ -54,6 +58,7 @@ from analysis import (
     pass_k_figure,
     read_sweep,
     sha256_file,
+    to_html,
     to_latex,
     to_markdown,
     validity_gap_figure,
@@ -61,6 +66,13 @@ from analysis import (
 )
 from analysis._bootstrap import DEFAULT_CONFIG
 from analysis._errors import AnalysisConfigError
+from analysis._factors import (
+    FactorEffects,
+    factor_column,
+    factor_effects,
+    factor_effects_table,
+    factor_forest_figure,
+)
 from analysis._figures import round_numbers
 from analysis._frames import UNPOOLABLE_COLUMNS, check_single_valued, ordered_levels
 from cavbench.provenance import environment_facts
@@ -89,10 +101,20 @@ class AnalyzeOptions:
     formats: tuple[FigureFormat, ...] = tuple(FigureFormat)
     allow_incomplete: bool = False
     """Leave out cells that are unfinished or fail their checksums (listed) instead of refusing."""
+    factor: str | None = None
+    """A swept key whose levels are compared with ``baseline`` (see `docs/harness-factors.md`)."""
+    baseline: str | None = None
+    confirmatory: bool = False
+    """The factor analysis is the pre-registered confirmatory one (else flagged exploratory)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.group_by, str):
             raise AnalysisConfigError("group_by is a tuple of column names, e.g. ('profile',)")
+        if (self.factor is None) != (self.baseline is None):
+            raise AnalysisConfigError(
+                "--factor and --baseline go together (e.g. --factor harness.error_style "
+                "--baseline cavbench)"
+            )
 
 
 SYSTEM = "system"
@@ -147,6 +169,11 @@ class AnalysisBundle:
     headline: ReportTable
     contrasts_report: ReportTable | None
     plots: tuple[Plot, ...] = field(default=())
+    factor_effects: FactorEffects | None = None
+    factor_report: ReportTable | None = None
+    warnings: tuple[str, ...] = ()
+    """Caveats the analysis raised as :class:`analysis.AnalysisWarning` (e.g. unequal
+    repetitions behind pass^k); the CLI prints them."""
 
     def frames(self) -> dict[str, pl.DataFrame]:
         """The numeric result tables by output name."""
@@ -161,6 +188,10 @@ class AnalysisBundle:
             out["contrasts"] = self.contrasts.frame
         if self.dimensions is not None:
             out["dimensions"] = self.dimensions
+        if self.factor_effects is not None:
+            out["factor_effects"] = self.factor_effects.frame
+            if self.factor_effects.by_pack is not None:
+                out["factor_effects_by_pack"] = self.factor_effects.by_pack
         return out
 
     def reports(self) -> dict[str, ReportTable]:
@@ -168,6 +199,8 @@ class AnalysisBundle:
         out = {"headline": self.headline}
         if self.contrasts_report is not None:
             out["contrasts"] = self.contrasts_report
+        if self.factor_report is not None:
+            out["factor_effects"] = self.factor_report
         return out
 
 
@@ -205,6 +238,12 @@ def compute_analysis(
     group_by = options.group_by or default_group_by(episodes)
     if SYSTEM in group_by and SYSTEM not in episodes.schema:
         episodes = with_system(episodes)
+    if options.factor is not None:
+        # The factor's levels must never be pooled into one rate: group by them too.
+        column = factor_column(episodes, options.factor)
+        several_packs = "pack_id" in episodes.schema and episodes["pack_id"].n_unique() > 1
+        extra = [column] + (["pack_id"] if several_packs else [])
+        group_by = (*group_by, *(c for c in extra if c not in group_by))
     check_single_valued(episodes, [*UNPOOLABLE_COLUMNS, *factor_columns], group_by)
     config = options.bootstrap
     on_stage("headline intervals")
@@ -236,7 +275,15 @@ def compute_analysis(
             permutation_resamples=options.permutation_resamples,
         )
     on_stage("pass^k and breakdowns")
-    pass_k = pass_hat_k(episodes, group_by, flag=options.pass_k_flag, config=config)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", AnalysisWarning)
+        pass_k = pass_hat_k(episodes, group_by, flag=options.pass_k_flag, config=config)
+    notes = []
+    for warning in caught:  # analysis caveats go to the bundle; anything else is re-issued
+        if issubclass(warning.category, AnalysisWarning):
+            notes.append(str(warning.message))
+        else:
+            warnings.warn(warning.message, warning.category, stacklevel=2)
     failure_codes = failure_code_breakdown(episodes, group_by)
     dimensions = None
     if verdicts is not None:
@@ -254,12 +301,28 @@ def compute_analysis(
     plots = [
         validity_gap_figure(metrics.frame, group_by),
         osr_cvsr_dumbbell(metrics.frame, group_by),
-        pass_k_figure(pass_k, group_by),
     ]
     if family_metrics is not None and len(group_by) == 1:
-        plots.insert(2, family_small_multiples(family_metrics, group=group_by[0]))
+        plots.append(family_small_multiples(family_metrics, group=group_by[0]))
+        plots.append(family_heatmap(family_metrics, group=group_by[0]))
     if contrasts is not None and not within:
-        plots.insert(-1, paired_difference_figure(contrasts.frame))
+        plots.append(paired_difference_figure(contrasts.frame))
+    if dimensions is not None and len(group_by) == 1 and not dimensions.is_empty():
+        plots.append(dimension_heatmap(dimensions, group=group_by[0]))
+    if pass_k.filter(pl.col("k") > 1).height:  # pass^k says something only with repeats
+        plots.append(pass_k_figure(pass_k, group_by))
+    effects: FactorEffects | None = None
+    if options.factor is not None and options.baseline is not None:
+        effects = factor_effects(
+            episodes,
+            options.factor,
+            options.baseline,
+            held_fixed=factor_columns,
+            config=config,
+            permutation_resamples=options.permutation_resamples,
+            exploratory=not options.confirmatory,
+        )
+        plots.append(factor_forest_figure(effects))
     return AnalysisBundle(
         options=options,
         metrics=metrics,
@@ -271,6 +334,9 @@ def compute_analysis(
         headline=headline,
         contrasts_report=contrasts_report,
         plots=tuple(plots),
+        factor_effects=effects,
+        factor_report=None if effects is None else factor_effects_table(effects),
+        warnings=tuple(notes),
     )
 
 
@@ -305,8 +371,21 @@ class AnalysisParameters(BaseModel):
     contrast_metrics: tuple[str, ...]
     permutation_resamples: int
     pass_k_flag: str
+    factor: str | None = None
+    """The swept key of the factor-effect analysis (``--factor``), if any."""
+    baseline: str | None = None
+    confirmatory: bool = False
     family_breakdown_stratified_by: str = "family"
     """Per-family metrics resample scenarios within their family."""
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_factor(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # Without --factor the manifest stays as it was (frozen paper manifests compare equal).
+        data: dict[str, object] = handler(self)
+        if self.factor is None:
+            for key in ("factor", "baseline", "confirmatory"):
+                data.pop(key, None)
+        return data
 
     @classmethod
     def of(cls, options: AnalyzeOptions) -> AnalysisParameters:
@@ -325,6 +404,9 @@ class AnalysisParameters(BaseModel):
             contrast_metrics=tuple(str(m) for m in options.contrast_metrics),
             permutation_resamples=options.permutation_resamples,
             pass_k_flag=str(options.pass_k_flag),
+            factor=options.factor,
+            baseline=options.baseline,
+            confirmatory=options.confirmatory,
         )
 
 
@@ -382,7 +464,11 @@ def write_bundle(
         _write_frame(frame, path)
         written.append(path)
     for name, table in bundle.reports().items():
-        for suffix, text in ((".md", to_markdown(table)), (".tex", to_latex(table))):
+        for suffix, text in (
+            (".md", to_markdown(table)),
+            (".tex", to_latex(table)),
+            (".html", to_html(table)),
+        ):
             path = directory / f"{name}{suffix}"
             path.write_text(text, encoding="utf-8")
             written.append(path)

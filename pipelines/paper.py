@@ -4,7 +4,7 @@
 tables from ``artifacts/ablation/`` (``episodes.parquet``, ``verdicts.parquet``,
 ``manifest.json``), runs the same analysis as ``cavbench analyze`` with its default
 parameters, and writes ``artifacts/paper/``: every figure as SVG, PDF and PNG with the CSV of
-the numbers it draws, the result tables as CSV, ``headline.md`` / ``headline.tex`` (and the
+the numbers it draws, the result tables as CSV, ``headline.md`` / ``.tex`` / ``.html`` (and the
 contrasts table), and ``manifest.json`` with the checksums of inputs and outputs. No adapter
 runs and nothing touches the network. The default paths are relative to the working
 directory: run it from the repository root (or pass ``--artifacts`` and ``--out``).
@@ -13,8 +13,12 @@ The frozen tables are verified first, every table against the row count and cont
 checksum its ``manifest.json`` records (``cavbench.tables.verify_sweep``), so a truncated,
 deleted or edited input fails before anything is computed.
 
+Every frozen factor study beside the ablation (a folder holding a ``study.json``, such as
+``artifacts/harness-control/``) is regenerated into ``artifacts/paper/<folder>/`` as well; see
+:mod:`pipelines.factor_study`.
+
 ``--check`` regenerates into a temporary directory and compares with the committed
-``artifacts/paper/``: every text file (CSV, Markdown, LaTeX, SVG, JSON; of the manifest, its
+``artifacts/paper/``: every text file (CSV, Markdown, LaTeX, HTML, SVG, JSON; of the manifest, its
 inputs, parameters and layout) must match exactly, so an edited number or figure label fails; a raster image
 (PNG) whose bytes differ may match within a pixel tolerance (a different matplotlib or
 FreeType build can move an antialiased edge without changing a number), and a PDF whose
@@ -52,13 +56,14 @@ from pipelines.analyze import (
     replace_directory,
     write_bundle,
 )
+from pipelines.factor_study import find_studies, regenerate_study
 
 DEFAULT_ARTIFACTS = Path("artifacts/ablation")
 DEFAULT_OUT = Path("artifacts/paper")
 PAPER_MANIFEST = "manifest.json"
 PNG_TOLERANCE = 2.0
 """RMS pixel difference (0-255 scale, as `matplotlib.testing.compare`) a PNG may show."""
-EXACT_SUFFIXES = frozenset({".csv", ".md", ".tex", ".svg", ".json"})
+EXACT_SUFFIXES = frozenset({".csv", ".md", ".tex", ".html", ".svg", ".json"})
 """Text formats: compared byte for byte, never with a tolerance."""
 RASTER_SUFFIXES = frozenset({".png", ".pdf"})
 """Binary figure formats whose bytes may differ across builds (see `compare_outputs`)."""
@@ -98,6 +103,9 @@ def regenerate(artifacts: Path, out: Path, *, verify: bool = True) -> AnalysisMa
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         written = write_bundle(bundle, staging, table_format="csv")
+        # Frozen factor studies beside the ablation, each into its own sub-folder.
+        for study in find_studies(artifacts.parent):
+            regenerate_study(study, staging / study.name, verify=verify)
         inputs = [s.path for s in tables.sources]
         if (artifacts / "manifest.json").is_file():
             inputs.append(artifacts / "manifest.json")
@@ -162,7 +170,9 @@ def _files(root: Path) -> dict[str, Path]:
     }
 
 
-def _compare_manifests(committed: Path, fresh: Path) -> tuple[FileComparison, list[str]]:
+def _compare_manifests(
+    committed: Path, fresh: Path, rel: str = PAPER_MANIFEST
+) -> tuple[FileComparison, list[str]]:
     old = json.loads(committed.read_text(encoding="utf-8"))
     new = json.loads(fresh.read_text(encoding="utf-8"))
     notes = []
@@ -173,10 +183,8 @@ def _compare_manifests(committed: Path, fresh: Path) -> tuple[FileComparison, li
         )
     differing = [k for k in ("inputs", "parameters", "layout") if old.get(k) != new.get(k)]
     if differing:
-        return FileComparison(
-            PAPER_MANIFEST, Verdict.DIFFERENT, f"manifest fields differ: {differing}"
-        ), notes
-    return FileComparison(PAPER_MANIFEST, Verdict.IDENTICAL), notes
+        return FileComparison(rel, Verdict.DIFFERENT, f"manifest fields differ: {differing}"), notes
+    return FileComparison(rel, Verdict.IDENTICAL), notes
 
 
 def _png_close(committed: Path, fresh: Path, tolerance: float) -> tuple[bool, str]:
@@ -206,8 +214,8 @@ def compare_outputs(
         if rel not in old:
             results.append(FileComparison(rel, Verdict.MISSING))
             continue
-        if rel == PAPER_MANIFEST:
-            comparison, manifest_notes = _compare_manifests(old[rel], new[rel])
+        if Path(rel).name == PAPER_MANIFEST:
+            comparison, manifest_notes = _compare_manifests(old[rel], new[rel], rel)
             results.append(comparison)
             notes += manifest_notes
             continue

@@ -246,10 +246,10 @@ def adapter_source(target: str) -> AdapterSource | None:
 
 def job_config(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config that identifies a cell's results: everything but `output`
-    (where and how to write) and Hydra's own node."""
+    (where and how to write), `prereg` (registered per sweep) and Hydra's own node."""
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     assert isinstance(container, dict)
-    config = {str(k): v for k, v in container.items() if k not in ("output", "hydra")}
+    config = {str(k): v for k, v in container.items() if k not in ("output", "hydra", "prereg")}
     # Unset limits leave the identity (and hash) of every earlier cell unchanged.
     limits = config.get("limits")
     if isinstance(limits, dict) and all(v is None for v in limits.values()):
