@@ -134,7 +134,12 @@ def file_sha256(path: Path) -> str:
 def _without_deviation(config: dict[str, Any]) -> dict[str, Any]:
     prereg = dict(config.get("prereg") or {})
     prereg.pop("deviation", None)
-    return {**config, "prereg": prereg}
+    out = {**config, "prereg": prereg}
+    # Unset limits (issue 9) leave the hash of every earlier registration unchanged.
+    limits = out.get("limits")
+    if isinstance(limits, dict) and all(v is None for v in limits.values()):
+        del out["limits"]
+    return out
 
 
 def _design_override(text: str) -> bool:
