@@ -194,6 +194,15 @@ def _available(
         if m.kind is MeasureKind.MEAN and (m.column is None or m.column not in episodes.schema):
             missing.append(m.name)
             continue
+        # Every episode has a `status` (issue 9); a share of a value no episode takes (no
+        # infra error in a deterministic sweep) is left out, not reported as 0 - 0.
+        if (
+            m.kind is MeasureKind.MEAN
+            and m.equals is not None
+            and not (episodes.get_column(str(m.column)) == m.equals).any()
+        ):
+            missing.append(m.name)
+            continue
         if m.kind is MeasureKind.MEAN:
             dtype = episodes.schema[str(m.column)]
             if m.equals is None and not (dtype.is_numeric() or dtype == pl.Boolean):
