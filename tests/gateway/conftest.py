@@ -20,7 +20,7 @@ def rest_gateway() -> Iterator[RestGateway]:
 @pytest.fixture(scope="session")
 def rest_connect(
     rest_gateway: RestGateway,
-) -> Callable[[GatewaySession], tuple[Channel, Callable[[], None]]]:
+) -> Iterator[Callable[[GatewaySession], tuple[Channel, Callable[[], None]]]]:
     import httpx
 
     client = httpx.Client(timeout=30.0)
@@ -29,4 +29,5 @@ def rest_connect(
         url = rest_gateway.open(session)
         return HttpChannel(url, session.run_token, client), lambda: rest_gateway.close(session)
 
-    return connect
+    yield connect
+    client.close()
