@@ -183,3 +183,28 @@ class HttpChannel:
         response = self._client.post(f"{self._base}/{route}", json=envelope, headers=self._headers)
         body: dict[str, Any] = response.json()
         return body
+
+
+class McpChannel:
+    """An MCP channel: tool calls through a connected `mcp.Client`, driven from synchronous
+    code through an anyio blocking portal (`mcp` extra)."""
+
+    def __init__(self, portal: Any, client: Any) -> None:
+        self._portal = portal
+        self._client = client
+
+    def _call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        result = self._portal.call(self._client.call_tool, name, arguments)
+        structured = result.structured_content
+        if not isinstance(structured, dict):
+            raise GatewayError(f"MCP tool {name!r} returned no structured content")
+        return structured
+
+    def capabilities(self) -> dict[str, Any]:
+        return self._call("capabilities", {})
+
+    def send(self, envelope: dict[str, Any]) -> dict[str, Any]:
+        from cavbench.gateway._tools import envelope_to_arguments
+
+        name, arguments = envelope_to_arguments(envelope)
+        return self._call(name, arguments)
