@@ -28,12 +28,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from cavbench.adapters import AdapterResult
+from cavbench.errors import CavBenchError
 from cavbench.runtime.session import READ_TOOLS, AdapterSession, ToolResult, ToolStatus
 from cavbench.scenarios import PlannedStep, ScenarioView, StepKind
-from cavbench.errors import CavBenchError
 from cavbench.trace import JSONObject
 
-ENVELOPE_VERSION = "1.0"
+ENVELOPE_VERSION: Literal["1.0"] = "1.0"
 
 NonEmpty = Annotated[StrictStr, Field(min_length=1)]
 
@@ -414,7 +414,12 @@ class GatewaySession:
                 return self._accept_report(request)
             if action in RESOURCE_ACTIONS:
                 tool = None if action is Action.READ else request.resource.tool_name or action
-                key: OpKey = (action, tool, request.resource.namespace, request.resource.resource_id)
+                key: OpKey = (
+                    action,
+                    tool,
+                    request.resource.namespace,
+                    request.resource.resource_id,
+                )
                 read_tool = request.resource.tool_name
                 if key not in self._allowed or (
                     action is Action.READ
@@ -470,7 +475,9 @@ class GatewaySession:
         detail: str | None = None,
     ) -> None:
         self._log.append(
-            LogEntry(len(self._log), kind, action, correlation, operation, status, facade_call, detail)
+            LogEntry(
+                len(self._log), kind, action, correlation, operation, status, facade_call, detail
+            )
         )
 
     def _reject(

@@ -49,6 +49,6 @@ def require_extra(module: str, extra: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        if exc.name is not None and module.split(".")[0] == exc.name.split(".")[0]:
+        if exc.name is not None and module.split(".", maxsplit=1)[0] == exc.name.split(".")[0]:
             raise MissingExtraError(module, extra) from exc
         raise

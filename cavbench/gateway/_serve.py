@@ -47,7 +47,9 @@ class LoopbackServer:
     def start(self) -> LoopbackServer:
         if self._thread is not None:
             return self
-        self._thread = threading.Thread(target=self._server.run, name="cavbench-gateway", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.run, name="cavbench-gateway", daemon=True
+        )
         self._thread.start()
         deadline = time.monotonic() + START_TIMEOUT_S
         while not self._server.started:

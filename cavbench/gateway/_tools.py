@@ -79,7 +79,10 @@ def tool_specs(document: CapabilityDocument) -> tuple[ToolSpec, ...]:
                 ),
             )
         )
-    for action, what in ((Action.WRITE, "Commit a write"), (Action.COMPENSATE, "Commit a compensation")):
+    for action, what in (
+        (Action.WRITE, "Commit a write"),
+        (Action.COMPENSATE, "Commit a compensation"),
+    ):
         allowed = [o for o in ops if o.action is action]
         if not allowed:
             continue
@@ -87,7 +90,8 @@ def tool_specs(document: CapabilityDocument) -> tuple[ToolSpec, ...]:
             "tool_name": _enum([o.tool_name or "" for o in allowed]),
             "namespace": _enum([o.namespace or "" for o in allowed]),
             "resource_id": _enum([o.resource_id or "" for o in allowed]),
-            "operation_id": _ID | {"description": "Your logical operation id; keep it across retries."},
+            "operation_id": _ID
+            | {"description": "Your logical operation id; keep it across retries."},
             "idempotency_key": _KEY | {"description": "Your dedup key; reuse it on a retry."},
             "expected_version": {"type": ["integer", "null"], "description": "Version guard."},
             "step_id": _ID,
@@ -160,9 +164,7 @@ def envelope_for(
             envelope[name] = args.pop(name)
     resource = {name: args.pop(name) for name in _RESOURCE_FIELDS if name in args}
     envelope["resource"] = resource or {"namespace": "session", "resource_id": scenario_id}
-    if tool == Action.REPORT.value:
-        envelope["parameters"] = args
-    elif args:
+    if tool == Action.REPORT.value or args:
         envelope["parameters"] = args
     return envelope
 

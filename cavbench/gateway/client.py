@@ -122,7 +122,9 @@ class GatewayWorld:
             replay = reply.get("message") == ToolStatus.IDEMPOTENT_REPLAY.value.lower()
             tool_status = ToolStatus.IDEMPOTENT_REPLAY if replay else ToolStatus.CONFLICT
         data = reply.get("data")
-        return CommitOutcome(tool_status or ToolStatus.FAILED, data if isinstance(data, dict) else None)
+        return CommitOutcome(
+            tool_status or ToolStatus.FAILED, data if isinstance(data, dict) else None
+        )
 
     def status_check(self, idempotency_key: str) -> bool:
         operation = self._operation_of_key.get(idempotency_key, idempotency_key)

@@ -29,6 +29,7 @@ from cavbench.adapters import AdapterFailure, AdapterResult
 from cavbench.gateway._core import GatewaySession
 from cavbench.gateway._errors import GatewayError
 from cavbench.runtime.session import AdapterSession
+from cavbench.trace import JSONObject
 
 CANDIDATE_PROCESS_KEY = "candidate_process"
 """Report metadata key the harness writes (the candidate's own value under it is replaced)."""
@@ -71,9 +72,9 @@ class ExternalAdapter:
 
     def run(self, session: AdapterSession) -> AdapterResult:
         gateway = GatewaySession(session)
-        with _serve(self.transport, gateway) as url:
+        with _Serving(self.transport, gateway) as url:
             outcome = self._run_process(url, gateway, session)
-        metadata = {
+        metadata: JSONObject = {
             "exit_code": outcome.exit_code,
             "stderr_tail": outcome.stderr_tail,
             "timed_out": outcome.timed_out,
@@ -103,9 +104,7 @@ class ExternalAdapter:
             metadata={**reported, CANDIDATE_PROCESS_KEY: metadata},
         )
 
-    def _run_process(
-        self, url: str, gateway: GatewaySession, session: AdapterSession
-    ) -> _Outcome:
+    def _run_process(self, url: str, gateway: GatewaySession, session: AdapterSession) -> _Outcome:
         environment = {
             **os.environ,
             **self.env,
@@ -150,7 +149,7 @@ class _Outcome:
     timed_out: bool
 
 
-class _serve:
+class _Serving:
     """Serve one session for the length of a `with` block; yields the candidate's URL."""
 
     def __init__(self, transport: Transport, session: GatewaySession) -> None:
@@ -186,7 +185,11 @@ def external(
 ) -> ExternalAdapter:
     """The `adapter=external` factory (Hydra instantiates it)."""
     return ExternalAdapter(
-        command=command, transport=Transport(transport), time_limit_s=time_limit_s, name=name, cwd=cwd
+        command=command,
+        transport=Transport(transport),
+        time_limit_s=time_limit_s,
+        name=name,
+        cwd=cwd,
     )
 
 

@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from cavbench.gateway._core import GatewaySession, RejectReason, Rejection
+from cavbench.gateway._core import GatewaySession, Rejection, RejectReason
 from cavbench.gateway._errors import require_extra
 from cavbench.gateway._serve import LoopbackServer
 from cavbench.gateway._tools import CAPABILITIES_TOOL, envelope_for, render_result, tool_specs
@@ -49,7 +49,9 @@ def build_server(session: GatewaySession) -> Server[Any]:
         if params.name == CAPABILITIES_TOOL:
             document = session.capabilities().model_dump(mode="json")
             return types.CallToolResult(
-                content=[types.TextContent(type="text", text=f"{len(document['operations'])} operations")],
+                content=[
+                    types.TextContent(type="text", text=f"{len(document['operations'])} operations")
+                ],
                 structured_content=document,
             )
         envelope = envelope_for(
@@ -94,10 +96,14 @@ class _RequireToken:
             headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
             scheme, _, token = headers.get("authorization", "").partition(" ")
             if scheme.lower() != "bearer" or not self._session.check_token(token.strip()):
-                body = Rejection(
-                    reason=RejectReason.AUTHENTICATION_FAILED,
-                    detail="missing or wrong run token (send Authorization: Bearer <CAVBENCH_RUN_TOKEN>)",
-                ).model_dump_json().encode()
+                body = (
+                    Rejection(
+                        reason=RejectReason.AUTHENTICATION_FAILED,
+                        detail="missing or wrong run token (send Authorization: Bearer <CAVBENCH_RUN_TOKEN>)",
+                    )
+                    .model_dump_json()
+                    .encode()
+                )
                 await send(
                     {
                         "type": "http.response.start",

@@ -22,8 +22,8 @@ from cavbench.gateway._core import (
     CapabilityDocument,
     GatewaySession,
     OpStatus,
-    RejectReason,
     Rejection,
+    RejectReason,
     Reply,
     RequestEnvelope,
     ResponseEnvelope,
@@ -85,9 +85,7 @@ class GatewayHub:
 
 
 def _json(model: BaseModel, status: int = 200) -> Response:
-    return Response(
-        model.model_dump_json(), status_code=status, media_type="application/json"
-    )
+    return Response(model.model_dump_json(), status_code=status, media_type="application/json")
 
 
 def _reply(reply: Reply) -> Response:
@@ -135,13 +133,16 @@ def build_app(hub: GatewayHub) -> Starlette:
             body: Any = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             return _rejection(RejectReason.MALFORMED_ENVELOPE, f"invalid JSON body: {exc}", 400)
-        if request.url.path.endswith("/report") and isinstance(body, dict):
-            if body.get("action", "report") != "report":
-                return _rejection(
-                    RejectReason.MALFORMED_ENVELOPE,
-                    f"POST /report takes action 'report', got {body.get('action')!r}",
-                    400,
-                )
+        if (
+            request.url.path.endswith("/report")
+            and isinstance(body, dict)
+            and body.get("action", "report") != "report"
+        ):
+            return _rejection(
+                RejectReason.MALFORMED_ENVELOPE,
+                f"POST /report takes action 'report', got {body.get('action')!r}",
+                400,
+            )
         return _reply(session.handle(body, bearer=_bearer(request)))
 
     async def operation_status(request: Request) -> Response:
@@ -164,7 +165,9 @@ def build_app(hub: GatewayHub) -> Starlette:
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return _rejection(
-            RejectReason.UNKNOWN_OPERATION, f"no such route {request.method} {request.url.path}", 404
+            RejectReason.UNKNOWN_OPERATION,
+            f"no such route {request.method} {request.url.path}",
+            404,
         )
 
     base = "/s/{session_id}"
@@ -234,7 +237,8 @@ def _envelope_responses(extra: Mapping[str, str]) -> dict[str, Any]:
         "400": _content(Rejection, "malformed_envelope"),
         "401": _content(Rejection, "authentication_failed (missing or wrong run token)"),
         "404": _content(
-            Rejection, "unknown_session, unknown_operation, unknown_operation_id, capability_violation"
+            Rejection,
+            "unknown_session, unknown_operation, unknown_operation_id, capability_violation",
         ),
         "410": _content(Rejection, "session_closed"),
     }
@@ -267,7 +271,7 @@ def openapi_document() -> dict[str, Any]:
         "required": True,
         "schema": {"type": "string"},
     }
-    security = [{"runToken": []}]
+    security: list[dict[str, list[str]]] = [{"runToken": []}]
     body = {
         "required": True,
         "content": {"application/json": {"schema": {"$ref": _REF.format(model="RequestEnvelope")}}},

@@ -6,9 +6,9 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from cavbench.gateway import GatewaySession  # noqa: E402
-from cavbench.gateway.client import Channel, HttpChannel  # noqa: E402
-from cavbench.gateway.rest import RestGateway  # noqa: E402
+from cavbench.gateway import GatewaySession
+from cavbench.gateway.client import Channel, HttpChannel
+from cavbench.gateway.rest import RestGateway
 
 
 @pytest.fixture(scope="session")

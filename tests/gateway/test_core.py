@@ -15,8 +15,8 @@ from cavbench.gateway import (
     GatewaySession,
     LogKind,
     OpStatus,
-    RejectReason,
     Rejection,
+    RejectReason,
     ResponseEnvelope,
 )
 from cavbench.runtime import Environment
@@ -52,7 +52,8 @@ def test_capabilities_come_from_the_view_only() -> None:
         doc = session.capabilities().model_dump(mode="json")
         assert doc["view"] == scenario.view().model_dump(mode="json", exclude_none=True)
         text = json.dumps(doc)
-        assert "oracle" not in doc and "oracle" not in doc["view"]
+        assert "oracle" not in doc
+        assert "oracle" not in doc["view"]
         assert "initial_state" not in text
 
 
@@ -92,10 +93,19 @@ def test_every_advertised_operation_is_accepted_and_nothing_else() -> None:
         ({"extra": 1}, RejectReason.MALFORMED_ENVELOPE),
         ({"expected_version": "3"}, RejectReason.MALFORMED_ENVELOPE),
         ({"correlation_id": ""}, RejectReason.MALFORMED_ENVELOPE),
-        ({"resource": {"namespace": "order", "resource_id": "1", "x": 1}}, RejectReason.MALFORMED_ENVELOPE),
+        (
+            {"resource": {"namespace": "order", "resource_id": "1", "x": 1}},
+            RejectReason.MALFORMED_ENVELOPE,
+        ),
         ({"action": "delete"}, RejectReason.UNKNOWN_OPERATION),
-        ({"resource": {"namespace": "account", "resource_id": "nobody"}}, RejectReason.CAPABILITY_VIOLATION),
-        ({"action": "status_check", "operation_id": "never-written"}, RejectReason.UNKNOWN_OPERATION_ID),
+        (
+            {"resource": {"namespace": "account", "resource_id": "nobody"}},
+            RejectReason.CAPABILITY_VIOLATION,
+        ),
+        (
+            {"action": "status_check", "operation_id": "never-written"},
+            RejectReason.UNKNOWN_OPERATION_ID,
+        ),
         ({"action": "write", "parameters": {"changes": "all"}}, RejectReason.CAPABILITY_VIOLATION),
     ],
 )
@@ -167,14 +177,34 @@ def test_the_report_is_untrusted_and_defaults_when_absent() -> None:
 
 JSONS = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 
 
 @settings(max_examples=200, deadline=None)
-@given(body=JSONS, fields=st.dictionaries(st.sampled_from(["action", "resource", "parameters", "expected_version", "idempotency_key", "envelope_version"]), JSONS, max_size=3))
-def test_any_body_gets_a_typed_reply_never_an_exception(body: object, fields: dict[str, Any]) -> None:
+@given(
+    body=JSONS,
+    fields=st.dictionaries(
+        st.sampled_from(
+            [
+                "action",
+                "resource",
+                "parameters",
+                "expected_version",
+                "idempotency_key",
+                "envelope_version",
+            ]
+        ),
+        JSONS,
+        max_size=3,
+    ),
+)
+def test_any_body_gets_a_typed_reply_never_an_exception(
+    body: object, fields: dict[str, Any]
+) -> None:
     _, session = _open()
     assert isinstance(session.handle(body), Rejection)
     reply = session.handle(_envelope(session, **fields))

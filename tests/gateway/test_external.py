@@ -29,14 +29,16 @@ def _episode(command: str, limit: float = 20.0) -> tuple[str | None, dict[str, o
 
 
 def test_a_crashing_candidate_is_an_episode_error_with_exit_code_and_stderr() -> None:
-    error, fields = _episode(f"{PY} -c \"import sys; sys.stderr.write('boom at start'); sys.exit(3)\"")
+    error, fields = _episode(
+        f"{PY} -c \"import sys; sys.stderr.write('boom at start'); sys.exit(3)\""
+    )
     assert error is not None
     assert "exited with code 3" in error
     assert fields == {"candidate_exit_code": 3, "candidate_stderr_tail": "boom at start"}
 
 
 def test_a_hung_candidate_is_killed_at_its_wall_clock_limit() -> None:
-    error, fields = _episode(f"{PY} -c \"import time; time.sleep(60)\"", limit=0.5)
+    error, fields = _episode(f'{PY} -c "import time; time.sleep(60)"', limit=0.5)
     assert error is not None
     assert "wall-clock limit of 0.5s" in error
     assert fields["candidate_exit_code"] is not None
@@ -62,7 +64,9 @@ def test_bad_adapter_settings_name_the_fix(bad: dict[str, object]) -> None:
 def test_a_candidate_process_gives_in_process_verdicts(profile: str) -> None:
     local = run_episodes(MOCK, baseline(profile))
     remote = run_episodes(MOCK, ExternalAdapter(f"{PY} {CANDIDATE} {profile}", Transport.REST))
-    assert sum(a.verdict == b.verdict for a, b in zip(local, remote, strict=True)) == len(MOCK.scenarios)
+    assert sum(a.verdict == b.verdict for a, b in zip(local, remote, strict=True)) == len(
+        MOCK.scenarios
+    )
     assert all(b.trace.error is None for b in remote)
 
 
@@ -71,15 +75,23 @@ def test_a_candidate_process_gives_in_process_verdicts(profile: str) -> None:
 @pytest.mark.parametrize("launcher", ["basic", "joblib"])
 def test_the_node_candidate_runs_in_a_sweep_and_resumes(tmp_path: Path, launcher: str) -> None:
     command = [
-        PY, "-m", "cavbench.sweep", "-m", "adapter=external",
+        PY,
+        "-m",
+        "cavbench.sweep",
+        "-m",
+        "adapter=external",
         f"adapter.command=node {ROOT / 'examples' / 'candidates' / 'node' / 'agent.js'}",
-        "scenarios=mock", "profile=direct,full_lifecycle", f"output.root={tmp_path}",
+        "scenarios=mock",
+        "profile=direct,full_lifecycle",
+        f"output.root={tmp_path}",
         "output.progress=false",
     ]
     if launcher == "joblib":
         command += ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
     for _ in range(2):  # the second run finds complete cells and skips them
-        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
+        )
         assert done.returncode == 0, done.stderr[-2000:]
     assert "skipped" in done.stdout + done.stderr
     episodes = pl.read_parquet(sorted(tmp_path.glob("**/episodes*.parquet")))

@@ -13,20 +13,20 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import httpx  # noqa: E402
-from anyio.from_thread import BlockingPortal, start_blocking_portal  # noqa: E402
-from mcp import Client, StdioServerParameters  # noqa: E402
+import httpx
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp import Client, StdioServerParameters
 
-from cavbench.adapters import baseline  # noqa: E402
-from cavbench.gateway import GatewaySession  # noqa: E402
-from cavbench.gateway.client import Channel, McpChannel  # noqa: E402
-from cavbench.gateway.external import ExternalAdapter, Transport  # noqa: E402
-from cavbench.gateway.mcp_server import McpHttpGateway, build_server  # noqa: E402
-from cavbench.runner import run_episodes  # noqa: E402
-from cavbench.runtime import Environment  # noqa: E402
-from cavbench.scenarios import load_pack  # noqa: E402
+from cavbench.adapters import baseline
+from cavbench.gateway import GatewaySession
+from cavbench.gateway.client import Channel, McpChannel
+from cavbench.gateway.external import ExternalAdapter, Transport
+from cavbench.gateway.mcp_server import McpHttpGateway, build_server
+from cavbench.runner import run_episodes
+from cavbench.runtime import Environment
+from cavbench.scenarios import load_pack
 
-from .helpers import ViaGateway  # noqa: E402
+from .helpers import ViaGateway
 
 PACK = load_pack("core-v1")
 BY_ID = {s.id: s for s in PACK.scenarios}
@@ -55,7 +55,10 @@ def mcp_connect(portal: BlockingPortal) -> Connect:
 def test_parity_mcp_client_gives_in_process_verdicts(profile: str, mcp_connect: Connect) -> None:
     local = run_episodes(PACK, baseline(profile))
     remote = run_episodes(PACK, ViaGateway(baseline(profile), mcp_connect))
-    same = sum(a.verdict == b.verdict and a.trace.events == b.trace.events for a, b in zip(local, remote, strict=True))
+    same = sum(
+        a.verdict == b.verdict and a.trace.events == b.trace.events
+        for a, b in zip(local, remote, strict=True)
+    )
     assert same == 40
 
 
@@ -72,13 +75,22 @@ def _call(portal: BlockingPortal, session: GatewaySession, name: str, args: dict
 def test_tools_are_per_session_and_refusals_are_our_tool_errors(portal: BlockingPortal) -> None:
     session = GatewaySession(Environment(BY_ID["ST-01"], seed=0).session())
     names, result = _call(
-        portal, session, "write",
-        {"tool_name": "drop_all_orders", "namespace": "order", "resource_id": "X", "operation_id": "w"},
+        portal,
+        session,
+        "write",
+        {
+            "tool_name": "drop_all_orders",
+            "namespace": "order",
+            "resource_id": "X",
+            "operation_id": "w",
+        },
     )
     assert names[:2] == ["capabilities", "read"]
     assert {"status_check", "escalate", "clarify", "report"} <= set(names)
     assert result.is_error is True
-    assert result.content[0].text.startswith("refused (capability_violation): write drop_all_orders")
+    assert result.content[0].text.startswith(
+        "refused (capability_violation): write drop_all_orders"
+    )
     assert result.structured_content["reason"] == "capability_violation"
     assert session.facade_calls == 0
     _, unknown = _call(portal, session, "rm_rf", {})
@@ -90,10 +102,15 @@ def test_ambiguous_is_a_distinguished_result_not_an_error(portal: BlockingPortal
     session = GatewaySession(Environment(BY_ID["ER-01"], seed=0).session())
     write = next(o for o in session.capabilities().operations if o.action == "write")
     _, result = _call(
-        portal, session, "write",
+        portal,
+        session,
+        "write",
         {
-            "tool_name": write.tool_name, "namespace": write.namespace,
-            "resource_id": write.resource_id, "operation_id": "w", "idempotency_key": "k",
+            "tool_name": write.tool_name,
+            "namespace": write.namespace,
+            "resource_id": write.resource_id,
+            "operation_id": "w",
+            "idempotency_key": "k",
         },
     )
     assert result.is_error is False
@@ -125,7 +142,9 @@ def test_an_mcp_candidate_process_over_streamable_http_gives_in_process_verdicts
         mock, ExternalAdapter(f"{sys.executable} {candidate} full_lifecycle", Transport.MCP)
     )
     assert [b.trace.error for b in remote] == [None] * len(mock.scenarios)
-    assert sum(a.verdict == b.verdict for a, b in zip(local, remote, strict=True)) == len(mock.scenarios)
+    assert sum(a.verdict == b.verdict for a, b in zip(local, remote, strict=True)) == len(
+        mock.scenarios
+    )
 
 
 STDIO_SERVER = """
@@ -145,7 +164,9 @@ def test_stdio_transport() -> None:
         params = StdioServerParameters(command=sys.executable, args=["-c", STDIO_SERVER])
         async with Client(params) as client:
             document = await client.call_tool("capabilities", {})
-            read = next(o for o in document.structured_content["operations"] if o["action"] == "read")
+            read = next(
+                o for o in document.structured_content["operations"] if o["action"] == "read"
+            )
             return await client.call_tool(
                 "read", {"namespace": read["namespace"], "resource_id": read["resource_id"]}
             )

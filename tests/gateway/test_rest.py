@@ -31,7 +31,10 @@ Connect = Callable[[GatewaySession], tuple[Channel, Callable[[], None]]]
 def test_parity_rest_client_gives_in_process_verdicts(profile: str, rest_connect: Connect) -> None:
     local = run_episodes(PACK, baseline(profile))
     remote = run_episodes(PACK, ViaGateway(baseline(profile), rest_connect))
-    same = sum(a.verdict == b.verdict and a.trace.events == b.trace.events for a, b in zip(local, remote, strict=True))
+    same = sum(
+        a.verdict == b.verdict and a.trace.events == b.trace.events
+        for a, b in zip(local, remote, strict=True)
+    )
     assert same == 40
     assert all(b.trace.error is None for b in remote)
 
@@ -79,7 +82,9 @@ def test_status_to_http(opened: Any) -> None:
     assert ok.json()["status"] == "ok"
     ambiguous = httpx.post(
         f"{url}/operations",
-        json=_body(session, action="write", resource=resource, operation_id="w", idempotency_key="k"),
+        json=_body(
+            session, action="write", resource=resource, operation_id="w", idempotency_key="k"
+        ),
         headers=_auth(session),
     )
     assert ambiguous.status_code == 504
@@ -90,12 +95,16 @@ def test_status_to_http(opened: Any) -> None:
     assert check.json()["status"] in ("ok", "not_found")
     again = httpx.post(
         f"{url}/operations",
-        json=_body(session, action="write", resource=resource, operation_id="w", idempotency_key="k"),
+        json=_body(
+            session, action="write", resource=resource, operation_id="w", idempotency_key="k"
+        ),
         headers=_auth(session),
     )
     assert again.status_code == 409
     assert again.json()["status"] == "rejected"
-    report = httpx.post(f"{url}/report", json=_body(session, action="report"), headers=_auth(session))
+    report = httpx.post(
+        f"{url}/report", json=_body(session, action="report"), headers=_auth(session)
+    )
     assert (report.status_code, report.json()["status"]) == (200, "accepted")
 
 
@@ -108,13 +117,22 @@ def test_status_to_http(opened: Any) -> None:
         (None, {"envelope_version": "0.9"}, 400, "malformed_envelope"),
         (None, {"surprise": True}, 400, "malformed_envelope"),
         (None, {"action": "teleport"}, 404, "unknown_operation"),
-        (None, {"resource": {"namespace": "order", "resource_id": "X-999"}}, 404, "capability_violation"),
+        (
+            None,
+            {"resource": {"namespace": "order", "resource_id": "X-999"}},
+            404,
+            "capability_violation",
+        ),
     ],
 )
-def test_refusals(opened: Any, headers: dict[str, str] | None, over: dict[str, Any], code: int, reason: str) -> None:
+def test_refusals(
+    opened: Any, headers: dict[str, str] | None, over: dict[str, Any], code: int, reason: str
+) -> None:
     _, session, url = opened()
     response = httpx.post(
-        f"{url}/operations", json=_body(session, **over), headers=_auth(session) if headers is None else headers
+        f"{url}/operations",
+        json=_body(session, **over),
+        headers=_auth(session) if headers is None else headers,
     )
     assert response.status_code == code
     assert response.json()["reason"] == reason
@@ -142,7 +160,10 @@ def test_a_request_after_close_is_refused(rest_gateway: RestGateway) -> None:
     response = httpx.post(f"{url}/operations", json=_body(session), headers=_auth(session))
     assert (response.status_code, response.json()["reason"]) == (410, "session_closed")
     rest_gateway.close(session)
-    assert httpx.post(f"{url}/operations", json=_body(session), headers=_auth(session)).status_code == 404
+    assert (
+        httpx.post(f"{url}/operations", json=_body(session), headers=_auth(session)).status_code
+        == 404
+    )
     assert session.facade_calls == 0
 
 

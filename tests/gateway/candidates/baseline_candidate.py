@@ -6,5 +6,6 @@ import sys
 from cavbench.adapters import baseline
 from cavbench.gateway.client import HttpChannel, run_remote
 
-channel = HttpChannel(os.environ["CAVBENCH_GATEWAY_URL"], os.environ["CAVBENCH_RUN_TOKEN"])
-run_remote(baseline(sys.argv[1]), channel)
+if __name__ == "__main__":
+    channel = HttpChannel(os.environ["CAVBENCH_GATEWAY_URL"], os.environ["CAVBENCH_RUN_TOKEN"])
+    run_remote(baseline(sys.argv[1]), channel)
