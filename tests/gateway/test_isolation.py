@@ -18,10 +18,13 @@ def test_core_imports_load_no_extra() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "[]"
-    assert "cavbench.gateway" not in subprocess.run(
-        [sys.executable, "-c", "import sys, cavbench; print(list(sys.modules))"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout
+    assert (
+        "cavbench.gateway"
+        not in subprocess.run(
+            [sys.executable, "-c", "import sys, cavbench; print(list(sys.modules))"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
+    )
