@@ -340,3 +340,7 @@ def openapi_document() -> dict[str, Any]:
             "securitySchemes": {"runToken": {"type": "http", "scheme": "bearer"}},
         },
     }
+
+
+if __name__ == "__main__":  # print the OpenAPI document (docs/gateway-openapi.json)
+    print(json.dumps(openapi_document(), indent=2))

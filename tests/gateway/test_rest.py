@@ -175,7 +175,7 @@ def test_non_loopback_bind_is_refused(host: str) -> None:
 
 def test_the_committed_openapi_document_is_the_served_one(rest_gateway: RestGateway) -> None:
     assert json.loads(OPENAPI.read_text(encoding="utf-8")) == openapi_document(), (
-        "regenerate: python -m cavbench.gateway.rest --openapi > docs/gateway-openapi.json"
+        "regenerate: python -m cavbench.gateway.rest > docs/gateway-openapi.json"
     )
     assert httpx.get(f"{rest_gateway.url}/openapi.json").json() == openapi_document()
 
