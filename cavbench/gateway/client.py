@@ -10,11 +10,12 @@ baseline profiles through it; it is also a reference client for candidate author
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cavbench.adapters import AdapterResult, ExecutionAdapter
-from cavbench.gateway._core import ENVELOPE_VERSION, Action, OpStatus
+from cavbench.gateway._core import ENVELOPE_VERSION, Action, GatewaySession, OpStatus
 from cavbench.gateway._errors import GatewayError
 from cavbench.runtime.session import AdapterSession, CommitOutcome, ToolFacade, ToolStatus
 from cavbench.scenarios import ScenarioView, StepKind
@@ -162,6 +163,36 @@ def run_remote(adapter: ExecutionAdapter, channel: Channel) -> None:
     session, world = remote_session(channel)
     result = adapter.run(session)
     world.report(result, adapter)
+
+
+Connect = Callable[[GatewaySession], tuple[Channel, Callable[[], None]]]
+"""Serve a gateway session; return a channel to it and a function that closes it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ViaGateway:
+    """An `ExecutionAdapter` that serves its session through a gateway and runs `inner` as the
+    candidate on the other side of the channel `connect` opens (parity tests, benchmarks)."""
+
+    inner: ExecutionAdapter
+    connect: Connect
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def version(self) -> str:
+        return self.inner.version
+
+    def run(self, session: AdapterSession) -> AdapterResult:
+        gateway = GatewaySession(session)
+        channel, done = self.connect(gateway)
+        try:
+            run_remote(self.inner, channel)
+        finally:
+            done()
+        return gateway.result()
 
 
 class HttpChannel:

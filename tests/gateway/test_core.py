@@ -184,7 +184,7 @@ JSONS = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     body=JSONS,
     fields=st.dictionaries(

@@ -19,18 +19,23 @@ from mcp import Client, StdioServerParameters
 
 from cavbench.adapters import baseline
 from cavbench.gateway import GatewaySession
-from cavbench.gateway.client import Channel, McpChannel
+from cavbench.gateway.client import Channel, McpChannel, ViaGateway
 from cavbench.gateway.external import ExternalAdapter, Transport
 from cavbench.gateway.mcp_server import McpHttpGateway, build_server
 from cavbench.runner import run_episodes
 from cavbench.runtime import Environment
 from cavbench.scenarios import load_pack
 
-from .helpers import ViaGateway
-
 PACK = load_pack("core-v1")
 BY_ID = {s.id: s for s in PACK.scenarios}
-PROFILES = ["direct", "policy_gated", "commit_guarded", "reconciled", "full_lifecycle"]
+# direct and full_lifecycle in the fast suite, the three middle tiers with the slow tests.
+PROFILES = [
+    "direct",
+    pytest.param("policy_gated", marks=pytest.mark.slow),
+    pytest.param("commit_guarded", marks=pytest.mark.slow),
+    pytest.param("reconciled", marks=pytest.mark.slow),
+    "full_lifecycle",
+]
 Connect = Callable[[GatewaySession], tuple[Channel, Callable[[], None]]]
 
 

@@ -12,17 +12,22 @@ import pytest
 
 from cavbench.adapters import AdapterResult, baseline
 from cavbench.gateway import GatewaySession, NonLoopbackBindError
-from cavbench.gateway.client import Channel
+from cavbench.gateway.client import Channel, ViaGateway
 from cavbench.gateway.rest import RestGateway, openapi_document
 from cavbench.runner import run_episode, run_episodes
 from cavbench.runtime import AdapterSession, Environment
 from cavbench.scenarios import load_pack
 
-from .helpers import ViaGateway
-
 PACK = load_pack("core-v1")
 BY_ID = {s.id: s for s in PACK.scenarios}
-PROFILES = ["direct", "policy_gated", "commit_guarded", "reconciled", "full_lifecycle"]
+# direct and full_lifecycle in the fast suite, the three middle tiers with the slow tests.
+PROFILES = [
+    "direct",
+    pytest.param("policy_gated", marks=pytest.mark.slow),
+    pytest.param("commit_guarded", marks=pytest.mark.slow),
+    pytest.param("reconciled", marks=pytest.mark.slow),
+    "full_lifecycle",
+]
 OPENAPI = Path(__file__).parents[2] / "docs" / "gateway-openapi.json"
 Connect = Callable[[GatewaySession], tuple[Channel, Callable[[], None]]]
 
