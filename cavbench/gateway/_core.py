@@ -147,6 +147,14 @@ class ClarifyParams(_Params):
     question: StrictStr = ""
 
 
+_PARAMETERS: Mapping[Action, type[_Params]] = {
+    Action.WRITE: WriteParams,
+    Action.COMPENSATE: WriteParams,
+    Action.ESCALATE: EscalateParams,
+    Action.CLARIFY: ClarifyParams,
+}
+
+
 class ResponseEnvelope(_Wire):
     """The answer to an accepted request."""
 
@@ -434,8 +442,18 @@ class GatewaySession:
                         request.correlation_id,
                         raw=body,
                     )
+            model = _PARAMETERS.get(action)
             try:
-                return self._dispatch(action, request)
+                params = model.model_validate(request.parameters) if model else None
+            except ValidationError as exc:
+                return self._reject(
+                    RejectReason.MALFORMED_ENVELOPE,
+                    f"parameters: {_error_text(exc)}",
+                    request.correlation_id,
+                    raw=body,
+                )
+            try:
+                return self._dispatch(action, request, params)
             except CavBenchError as exc:
                 # The world refused the call (e.g. a planned resource missing from the world):
                 # the facade call happened and was recorded; the candidate sees a failure.
@@ -531,7 +549,7 @@ class GatewaySession:
             message=message,
         )
 
-    def _dispatch(self, action: Action, request: RequestEnvelope) -> Reply:
+    def _dispatch(self, action: Action, request: RequestEnvelope, params: _Params | None) -> Reply:
         tools = self._session.tools
         resource = request.resource
         match action:
@@ -540,15 +558,7 @@ class GatewaySession:
                 result = tools.read(resource.namespace, resource.resource_id)
                 return self._respond(request, action, OpStatus.OK, _as_data(result), None)
             case Action.WRITE | Action.COMPENSATE:
-                try:
-                    params = WriteParams.model_validate(request.parameters)
-                except ValidationError as exc:
-                    return self._reject(
-                        RejectReason.MALFORMED_ENVELOPE,
-                        f"parameters: {_error_text(exc)}",
-                        request.correlation_id,
-                        raw=request.model_dump(),
-                    )
+                assert isinstance(params, WriteParams)
                 # Remembered before the call: a status check may follow any write, even a refused one.
                 self._keys[request.operation_id] = request.idempotency_key
                 self.facade_calls += 1
@@ -589,28 +599,14 @@ class GatewaySession:
                 status = OpStatus.OK if found else OpStatus.NOT_FOUND
                 return self._respond(request, action, status, _as_data(result), None)
             case Action.ESCALATE:
-                try:
-                    escalate = EscalateParams.model_validate(request.parameters)
-                except ValidationError as exc:
-                    return self._reject(
-                        RejectReason.MALFORMED_ENVELOPE,
-                        f"parameters: {_error_text(exc)}",
-                        request.correlation_id,
-                        raw=request.model_dump(),
-                    )
+                escalate = params
+                assert isinstance(escalate, EscalateParams)
                 self.facade_calls += 1
                 result = tools.escalate(escalate.reason, request.operation_id)
                 return self._respond(request, action, OpStatus.CREATED, None, result.message)
             case Action.CLARIFY:
-                try:
-                    clarify = ClarifyParams.model_validate(request.parameters)
-                except ValidationError as exc:
-                    return self._reject(
-                        RejectReason.MALFORMED_ENVELOPE,
-                        f"parameters: {_error_text(exc)}",
-                        request.correlation_id,
-                        raw=request.model_dump(),
-                    )
+                clarify = params
+                assert isinstance(clarify, ClarifyParams)
                 self.facade_calls += 1
                 result = tools.clarify(clarify.question)
                 return self._respond(

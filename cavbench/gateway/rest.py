@@ -79,8 +79,12 @@ class GatewayHub:
         with self._lock:
             self._sessions.pop(session_id, None)
 
-    def get(self, session_id: str) -> GatewaySession | None:
+    def get(self, session_id: str | None) -> GatewaySession | None:
+        """The session by id; with no id, the only session hosted (else None)."""
         with self._lock:
+            if session_id is None:
+                only = list(self._sessions.values())
+                return only[0] if len(only) == 1 else None
             return self._sessions.get(session_id)
 
 
@@ -106,12 +110,16 @@ def build_app(hub: GatewayHub) -> Starlette:
     """The ASGI app serving every session of `hub`."""
 
     def session_of(request: Request) -> GatewaySession | Response:
-        session_id = request.path_params["session_id"]
+        session_id = request.path_params.get("session_id")
         session = hub.get(session_id)
         if session is None:
-            return _rejection(
-                RejectReason.UNKNOWN_SESSION, f"no session {session_id!r} on this gateway", 404
+            detail = (
+                f"no session {session_id!r} on this gateway"
+                if session_id is not None
+                else "this gateway hosts more than one session (or none); use its base URL "
+                "/s/<session_id> (CAVBENCH_GATEWAY_URL)"
             )
+            return _rejection(RejectReason.UNKNOWN_SESSION, detail, 404)
         return session
 
     async def capabilities(request: Request) -> Response:
@@ -170,15 +178,17 @@ def build_app(hub: GatewayHub) -> Starlette:
             404,
         )
 
-    base = "/s/{session_id}"
-    routes = [
-        Route("/openapi.json", openapi, methods=["GET"]),
-        Route(f"{base}/openapi.json", openapi, methods=["GET"]),
-        Route(f"{base}/capabilities", capabilities, methods=["GET"]),
-        Route(f"{base}/operations", post_envelope, methods=["POST"]),
-        Route(f"{base}/operations/{{operation_id}}", operation_status, methods=["GET"]),
-        Route(f"{base}/report", post_envelope, methods=["POST"]),
-    ]
+    routes = [Route("/openapi.json", openapi, methods=["GET"])]
+    # Under each session's base URL; and at the root too, for the only session of a server
+    # (as the reference served it), so a client that drops the base path still works.
+    for base in ("/s/{session_id}", ""):
+        routes += [
+            Route(f"{base}/capabilities", capabilities, methods=["GET"]),
+            Route(f"{base}/operations", post_envelope, methods=["POST"]),
+            Route(f"{base}/operations/{{operation_id}}", operation_status, methods=["GET"]),
+            Route(f"{base}/report", post_envelope, methods=["POST"]),
+        ]
+    routes.append(Route("/s/{session_id}/openapi.json", openapi, methods=["GET"]))
     return Starlette(routes=routes, exception_handlers={404: not_found})
 
 

@@ -214,3 +214,27 @@ def test_a_forged_report_moves_no_verdict(rest_connect: Connect) -> None:
             or b.policy_aware_outcome_success > a.policy_aware_outcome_success
         )
     assert moved == 0
+
+
+def test_the_only_session_of_a_server_is_also_at_the_root() -> None:
+    with RestGateway() as gateway:
+        first = GatewaySession(Environment(BY_ID["ST-01"], seed=0).session())
+        gateway.open(first)
+        response = httpx.post(f"{gateway.url}/operations", json=_body(first), headers=_auth(first))
+        assert (response.status_code, response.json()["status"]) == (200, "ok")
+        second = GatewaySession(Environment(BY_ID["ST-02"], seed=0).session())
+        gateway.open(second)
+        ambiguous = httpx.get(f"{gateway.url}/capabilities")
+        assert (ambiguous.status_code, ambiguous.json()["reason"]) == (404, "unknown_session")
+        assert first.facade_calls == 1
+
+
+def test_secrets_in_a_report_are_redacted_on_the_episode(rest_connect: Connect) -> None:
+    class Leaky(_Forger):
+        def run(self, session: AdapterSession) -> AdapterResult:
+            return AdapterResult("done", "failed", {"api_key": "sk-live-123", "note": "kept"})
+
+    trace = run_episode(BY_ID["ST-01"], ViaGateway(Leaky(), rest_connect))
+    assert trace.adapter_report.metadata["api_key"] == "[REDACTED]"
+    assert trace.adapter_report.metadata["note"] == "kept"
+    assert "sk-live-123" not in json.dumps(trace.adapter_report.as_json())
