@@ -5,7 +5,7 @@ writes, into DIR (replaced as a whole, never left half-written):
 
 - `metrics.parquet` (headline metrics per group, long form), `metrics_by_family.parquet`,
   `contrasts.parquet`, `pass_k.parquet`, `failure_codes.parquet`, `dimensions.parquet`;
-- `headline.md` / `headline.tex` and `contrasts.md` / `contrasts.tex`;
+- `headline.md` / `.tex` / `.html` and `contrasts.md` / `.tex` / `.html`;
 - `figures/` (SVG, PDF, PNG, and beside each the CSV of the numbers it draws);
 - `analysis_manifest.json`: the inputs with their checksums, every parameter (seed,
   resamples, level, method, ...), library versions, and the checksum of every output.
@@ -15,21 +15,24 @@ The computing half (:func:`compute_analysis`) is shared with :mod:`pipelines.pap
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
 import shutil
 import tempfile
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from analysis import (
+    AnalysisWarning,
     BootstrapConfig,
     ContrastsResult,
     FigureFormat,
@@ -42,7 +45,9 @@ from analysis import (
     SweepTables,
     contrasts_table,
     dimension_breakdown,
+    dimension_heatmap,
     failure_code_breakdown,
+    family_heatmap,
     family_small_multiples,
     headline_metrics,
     headline_table,
@@ -53,6 +58,7 @@ from analysis import (
     pass_k_figure,
     read_sweep,
     sha256_file,
+    to_html,
     to_latex,
     to_markdown,
     validity_gap_figure,
@@ -60,9 +66,17 @@ from analysis import (
 )
 from analysis._bootstrap import DEFAULT_CONFIG
 from analysis._errors import AnalysisConfigError
+from analysis._factors import (
+    FactorEffects,
+    factor_column,
+    factor_effects,
+    factor_effects_table,
+    factor_forest_figure,
+)
 from analysis._figures import round_numbers
 from analysis._frames import UNPOOLABLE_COLUMNS, check_single_valued, ordered_levels
 from cavbench.provenance import environment_facts
+from cavbench.tables import SweepLayout, verify_sweep
 
 ANALYSIS_MANIFEST = "analysis_manifest.json"
 FIGURES = "figures"
@@ -74,6 +88,7 @@ class AnalyzeOptions:
     """Everything that changes the numbers of an analysis (all recorded in the manifest)."""
 
     group_by: tuple[str, ...] = ("profile",)
+    """Columns the metrics are grouped by; empty: chosen from the data (`default_group_by`)."""
     where: tuple[tuple[str, str], ...] = ()
     """``(column, value)`` filters applied first (values compared as text)."""
     bootstrap: BootstrapConfig = DEFAULT_CONFIG
@@ -84,11 +99,60 @@ class AnalyzeOptions:
     permutation_resamples: int = 9_999
     pass_k_flag: SuccessFlag = SuccessFlag.COMMIT_VALID
     formats: tuple[FigureFormat, ...] = tuple(FigureFormat)
-    skip_incomplete: bool = False
+    allow_incomplete: bool = False
+    """Leave out cells that are unfinished or fail their checksums (listed) instead of refusing."""
+    factor: str | None = None
+    """A swept key whose levels are compared with ``baseline`` (see `docs/harness-factors.md`)."""
+    baseline: str | None = None
+    confirmatory: bool = False
+    """The factor analysis is the pre-registered confirmatory one (else flagged exploratory)."""
 
     def __post_init__(self) -> None:
-        if not self.group_by:
-            raise AnalysisConfigError("group_by needs at least one column (e.g. profile)")
+        if isinstance(self.group_by, str):
+            raise AnalysisConfigError("group_by is a tuple of column names, e.g. ('profile',)")
+        if (self.factor is None) != (self.baseline is None):
+            raise AnalysisConfigError(
+                "--factor and --baseline go together (e.g. --factor harness.error_style "
+                "--baseline cavbench)"
+            )
+
+
+SYSTEM = "system"
+"""Derived column naming what acted: the profile for the baseline engine, the adapter's name
+for a custom adapter (`adapter/profile` for a custom adapter that takes a profile)."""
+
+
+def default_group_by(episodes: pl.DataFrame) -> tuple[str, ...]:
+    """`profile` for the baseline profiles; `adapter` when only the adapters differ (custom
+    adapters' cells carry profile `none`); the derived `system` column when both vary (the
+    baseline profiles beside custom adapters), so each is one level of one contrast.
+
+    >>> default_group_by(pl.DataFrame({"adapter": ["baseline", "mine"], "profile": ["direct", "none"]}))
+    ('system',)
+    """
+    varying = [
+        c for c in ("adapter", "profile") if c in episodes.schema and episodes[c].n_unique() > 1
+    ]
+    if varying == ["adapter"]:
+        return ("adapter",)
+    if varying == ["adapter", "profile"] and SYSTEM not in episodes.schema:
+        return (SYSTEM,)
+    if varying == ["adapter", "profile"]:
+        return ("adapter", "profile")
+    return ("profile",)
+
+
+def with_system(episodes: pl.DataFrame) -> pl.DataFrame:
+    """`episodes` with the derived `system` column (see `SYSTEM`)."""
+    adapter, profile = pl.col("adapter"), pl.col("profile")
+    return episodes.with_columns(
+        pl.when(adapter == "baseline")
+        .then(profile)
+        .when(profile == "none")
+        .then(adapter)
+        .otherwise(pl.concat_str([adapter, profile], separator="/"))
+        .alias(SYSTEM)
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,6 +169,11 @@ class AnalysisBundle:
     headline: ReportTable
     contrasts_report: ReportTable | None
     plots: tuple[Plot, ...] = field(default=())
+    factor_effects: FactorEffects | None = None
+    factor_report: ReportTable | None = None
+    warnings: tuple[str, ...] = ()
+    """Caveats the analysis raised as :class:`analysis.AnalysisWarning` (e.g. unequal
+    repetitions behind pass^k); the CLI prints them."""
 
     def frames(self) -> dict[str, pl.DataFrame]:
         """The numeric result tables by output name."""
@@ -119,6 +188,10 @@ class AnalysisBundle:
             out["contrasts"] = self.contrasts.frame
         if self.dimensions is not None:
             out["dimensions"] = self.dimensions
+        if self.factor_effects is not None:
+            out["factor_effects"] = self.factor_effects.frame
+            if self.factor_effects.by_pack is not None:
+                out["factor_effects_by_pack"] = self.factor_effects.by_pack
         return out
 
     def reports(self) -> dict[str, ReportTable]:
@@ -126,6 +199,8 @@ class AnalysisBundle:
         out = {"headline": self.headline}
         if self.contrasts_report is not None:
             out["contrasts"] = self.contrasts_report
+        if self.factor_report is not None:
+            out["factor_effects"] = self.factor_report
         return out
 
 
@@ -155,15 +230,27 @@ def compute_analysis(
     *,
     factor_columns: Sequence[str] = (),
     caption: str = "Headline metrics per profile.",
+    on_stage: Callable[[str], None] = lambda _stage: None,
 ) -> AnalysisBundle:
-    """Run every analysis over the tables (no file is read or written)."""
+    """Run every analysis over the tables (no file is read or written). ``on_stage`` is told
+    the name of each stage as it starts (progress)."""
     episodes = apply_filters(episodes, options.where)
-    group_by = options.group_by
+    group_by = options.group_by or default_group_by(episodes)
+    if SYSTEM in group_by and SYSTEM not in episodes.schema:
+        episodes = with_system(episodes)
+    if options.factor is not None:
+        # The factor's levels must never be pooled into one rate: group by them too.
+        column = factor_column(episodes, options.factor)
+        several_packs = "pack_id" in episodes.schema and episodes["pack_id"].n_unique() > 1
+        extra = [column] + (["pack_id"] if several_packs else [])
+        group_by = (*group_by, *(c for c in extra if c not in group_by))
     check_single_valued(episodes, [*UNPOOLABLE_COLUMNS, *factor_columns], group_by)
     config = options.bootstrap
+    on_stage("headline intervals")
     metrics = headline_metrics(episodes, group_by, config, small_n=options.small_n)
     family_metrics: pl.DataFrame | None = None
     if "family" not in group_by and "family" in episodes.schema:
+        on_stage("per-family intervals")
         by_family = BootstrapConfig(
             n_resamples=config.n_resamples,
             seed=config.seed,
@@ -177,6 +264,7 @@ def compute_analysis(
     factor, within = _contrast_factor(group_by)
     contrasts: ContrastsResult | None = None
     if len(ordered_levels(episodes, factor)) >= 2:
+        on_stage("paired contrasts")
         contrasts = paired_contrasts(
             episodes,
             factor=factor,
@@ -186,7 +274,16 @@ def compute_analysis(
             config=config,
             permutation_resamples=options.permutation_resamples,
         )
-    pass_k = pass_hat_k(episodes, group_by, flag=options.pass_k_flag, config=config)
+    on_stage("pass^k and breakdowns")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", AnalysisWarning)
+        pass_k = pass_hat_k(episodes, group_by, flag=options.pass_k_flag, config=config)
+    notes = []
+    for warning in caught:  # analysis caveats go to the bundle; anything else is re-issued
+        if issubclass(warning.category, AnalysisWarning):
+            notes.append(str(warning.message))
+        else:
+            warnings.warn(warning.message, warning.category, stacklevel=2)
     failure_codes = failure_code_breakdown(episodes, group_by)
     dimensions = None
     if verdicts is not None:
@@ -200,15 +297,32 @@ def compute_analysis(
     contrasts_report = (
         None if contrasts is None else contrasts_table(contrasts.frame, contrasts.note, config)
     )
+    on_stage("figures")
     plots = [
         validity_gap_figure(metrics.frame, group_by),
         osr_cvsr_dumbbell(metrics.frame, group_by),
-        pass_k_figure(pass_k, group_by),
     ]
     if family_metrics is not None and len(group_by) == 1:
-        plots.insert(2, family_small_multiples(family_metrics, group=group_by[0]))
+        plots.append(family_small_multiples(family_metrics, group=group_by[0]))
+        plots.append(family_heatmap(family_metrics, group=group_by[0]))
     if contrasts is not None and not within:
-        plots.insert(-1, paired_difference_figure(contrasts.frame))
+        plots.append(paired_difference_figure(contrasts.frame))
+    if dimensions is not None and len(group_by) == 1 and not dimensions.is_empty():
+        plots.append(dimension_heatmap(dimensions, group=group_by[0]))
+    if pass_k.filter(pl.col("k") > 1).height:  # pass^k says something only with repeats
+        plots.append(pass_k_figure(pass_k, group_by))
+    effects: FactorEffects | None = None
+    if options.factor is not None and options.baseline is not None:
+        effects = factor_effects(
+            episodes,
+            options.factor,
+            options.baseline,
+            held_fixed=factor_columns,
+            config=config,
+            permutation_resamples=options.permutation_resamples,
+            exploratory=not options.confirmatory,
+        )
+        plots.append(factor_forest_figure(effects))
     return AnalysisBundle(
         options=options,
         metrics=metrics,
@@ -220,6 +334,9 @@ def compute_analysis(
         headline=headline,
         contrasts_report=contrasts_report,
         plots=tuple(plots),
+        factor_effects=effects,
+        factor_report=None if effects is None else factor_effects_table(effects),
+        warnings=tuple(notes),
     )
 
 
@@ -254,8 +371,21 @@ class AnalysisParameters(BaseModel):
     contrast_metrics: tuple[str, ...]
     permutation_resamples: int
     pass_k_flag: str
+    factor: str | None = None
+    """The swept key of the factor-effect analysis (``--factor``), if any."""
+    baseline: str | None = None
+    confirmatory: bool = False
     family_breakdown_stratified_by: str = "family"
     """Per-family metrics resample scenarios within their family."""
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_factor(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # Without --factor the manifest stays as it was (frozen paper manifests compare equal).
+        data: dict[str, object] = handler(self)
+        if self.factor is None:
+            for key in ("factor", "baseline", "confirmatory"):
+                data.pop(key, None)
+        return data
 
     @classmethod
     def of(cls, options: AnalyzeOptions) -> AnalysisParameters:
@@ -274,6 +404,9 @@ class AnalysisParameters(BaseModel):
             contrast_metrics=tuple(str(m) for m in options.contrast_metrics),
             permutation_resamples=options.permutation_resamples,
             pass_k_flag=str(options.pass_k_flag),
+            factor=options.factor,
+            baseline=options.baseline,
+            confirmatory=options.confirmatory,
         )
 
 
@@ -288,7 +421,7 @@ class AnalysisManifest(BaseModel):
     """How the inputs were laid out: ``collected``, ``jobs`` or ``single``."""
     inputs: tuple[FileRecord, ...]
     skipped_cells: tuple[str, ...] = ()
-    """Job folders left out because they did not complete (``--skip-incomplete``)."""
+    """Cells left out because they were unfinished or damaged (``--allow-incomplete``)."""
     factor_columns: tuple[str, ...] = ()
     parameters: AnalysisParameters
     library_versions: dict[str, str]
@@ -331,7 +464,11 @@ def write_bundle(
         _write_frame(frame, path)
         written.append(path)
     for name, table in bundle.reports().items():
-        for suffix, text in ((".md", to_markdown(table)), (".tex", to_latex(table))):
+        for suffix, text in (
+            (".md", to_markdown(table)),
+            (".tex", to_latex(table)),
+            (".html", to_html(table)),
+        ):
             path = directory / f"{name}{suffix}"
             path.write_text(text, encoding="utf-8")
             written.append(path)
@@ -398,14 +535,44 @@ def run_analyze(
     sweep_dir: Path,
     out: Path,
     options: AnalyzeOptions = AnalyzeOptions(),
+    *,
+    verify: bool = True,
+    on_stage: Callable[[str], None] = lambda _stage: None,
 ) -> AnalyzeResult:
-    """Read a sweep, analyse it and write every output into ``out`` atomically."""
+    """Verify a sweep like `collect` does, read it, analyse it and write every output into
+    ``out`` atomically.
+
+    Unfinished or damaged cells, tables without a manifest and a stale ``collected/`` raise
+    `SweepError` naming the command to run (``options.allow_incomplete`` leaves such cells
+    out instead). ``verify=False`` reads tables that carry no cavbench manifest at all
+    (synthetic tables in tests); the CLI always verifies.
+    """
     sweep_dir, out = Path(sweep_dir), Path(out)
     check_replaceable(out, owner_file=ANALYSIS_MANIFEST)
-    tables = read_sweep(sweep_dir, skip_incomplete=options.skip_incomplete)
+    left_out: tuple[str, ...] = ()
+    if verify:
+        on_stage("verify checksums")
+        verified = verify_sweep(sweep_dir, allow_incomplete=options.allow_incomplete)
+        left_out = tuple(cell for cell, _ in verified.left_out)
+        cells = verified.cells if verified.layout is SweepLayout.CELLS else None
+        on_stage("read tables")
+        tables = read_sweep(verified.read_from if cells is None else sweep_dir, cells=cells)
+    else:
+        on_stage("read tables")
+        tables = read_sweep(sweep_dir, skip_incomplete=options.allow_incomplete)
+        left_out = tables.skipped_cells
+    if not options.group_by:
+        chosen = default_group_by(apply_filters(tables.episodes, options.where))
+        options = dataclasses.replace(options, group_by=chosen)
+        on_stage(f"grouping by {','.join(chosen)}")
     bundle = compute_analysis(
-        tables.episodes, tables.verdicts, options, factor_columns=tables.factor_columns
+        tables.episodes,
+        tables.verdicts,
+        options,
+        factor_columns=tables.factor_columns,
+        on_stage=on_stage,
     )
+    on_stage("write outputs")
     staging = _staging(out)
     try:
         written = write_bundle(bundle, staging, table_format="parquet")
@@ -413,11 +580,11 @@ def run_analyze(
         manifest = AnalysisManifest(
             layout=str(tables.layout),
             inputs=file_records([s.path for s in tables.sources], sweep_dir),
-            skipped_cells=tables.skipped_cells,
+            skipped_cells=left_out,
             factor_columns=tables.factor_columns,
             parameters=AnalysisParameters.of(options),
             library_versions=library_versions(),
-            provenance={k: facts[k] for k in ("cavbench_version", "git_commit")},
+            provenance={k: facts[k] for k in ("cavbench_version", "git_commit", "git_dirty")},
             outputs=file_records(written, staging),
         )
         (staging / ANALYSIS_MANIFEST).write_text(manifest_json(manifest), encoding="utf-8")
@@ -439,6 +606,8 @@ __all__ = [
     "apply_filters",
     "check_replaceable",
     "compute_analysis",
+    "default_group_by",
+    "with_system",
     "file_records",
     "library_versions",
     "manifest_json",

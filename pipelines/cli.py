@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from analysis import (
@@ -15,8 +17,8 @@ from analysis import (
     SuccessFlag,
 )
 from analysis import to_markdown as render_markdown
-from cavbench.errors import CavBenchError
-from pipelines import paper
+from cavbench.errors import CavBenchError, ConfigError
+from pipelines import deviation, paper
 from pipelines.analyze import AnalyzeOptions, run_analyze
 
 
@@ -56,9 +58,31 @@ def _positive(text: str) -> int:
     return value
 
 
+def _stage_printer(quiet: bool) -> Callable[[str], None]:
+    """One stderr line per analysis stage, with the seconds since the start (progress)."""
+    start = time.monotonic()
+
+    def show(stage: str) -> None:
+        if not quiet:
+            print(
+                f"analyze [{time.monotonic() - start:5.1f}s] {stage}", file=sys.stderr, flush=True
+            )
+
+    return show
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Analyse a sweep; print the headline table; write everything to --out."""
+    # Imported here: the study package loads Hydra, which other commands do not need.
+    from cavbench.study import describe, read_preregistration
+
     try:
+        prereg = read_preregistration(args.sweep_dir) if args.sweep_dir.is_dir() else None
+        if args.confirmatory and prereg is None:
+            raise ConfigError(
+                f"--confirmatory: {args.sweep_dir} was not pre-registered (no "
+                "preregistration.json), so its analysis is exploratory (fix: drop --confirmatory)"
+            )
         options = AnalyzeOptions(
             group_by=args.group_by,
             where=tuple(args.where or ()),
@@ -75,17 +99,26 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             permutation_resamples=args.permutation_resamples,
             pass_k_flag=SuccessFlag(args.pass_k_flag),
             formats=args.figure_formats,
-            skip_incomplete=args.skip_incomplete,
+            allow_incomplete=args.allow_incomplete,
+            factor=args.factor,
+            baseline=args.baseline,
+            confirmatory=args.confirmatory,
         )
-        result = run_analyze(args.sweep_dir, args.out, options)
+        result = run_analyze(args.sweep_dir, args.out, options, on_stage=_stage_printer(args.quiet))
     except CavBenchError as error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 1
     print(render_markdown(result.bundle.headline))
     if result.bundle.contrasts_report is not None:
         print(render_markdown(result.bundle.contrasts_report))
-    for cell in result.tables.skipped_cells:
-        print(f"warning: left out incomplete job {cell}", file=sys.stderr)
+    if result.bundle.factor_report is not None:
+        print(render_markdown(result.bundle.factor_report))
+    if prereg is not None:
+        print("\n".join(describe(prereg)))
+    for cell in result.manifest.skipped_cells:
+        print(f"warning: left out incomplete or damaged cell {cell}", file=sys.stderr)
+    for caveat in result.bundle.warnings:
+        print(f"warning: {caveat}", file=sys.stderr)
     print(
         f"wrote {len(result.manifest.outputs) + 1} files to {result.out} "
         f"(manifest: {result.out / 'analysis_manifest.json'})"
@@ -99,14 +132,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "analyze",
         help="metrics with task-clustered intervals, contrasts, pass^k, figures for a sweep",
         description=(
-            "Read a sweep's episodes/verdicts tables (collected/ if present, else the job "
-            "folders) and write metrics (Parquet), report tables (Markdown, LaTeX), figures "
+            "Verify a sweep like `cavbench collect` does (every cell COMPLETE, every table "
+            "matching its manifest's checksum, collected/ not stale), read its episodes/verdicts "
+            "tables (collected/ if present, else the cell folders) and write metrics (Parquet), report tables (Markdown, LaTeX), figures "
             "and an analysis manifest to --out. Prints the headline table."
         ),
     )
     p.add_argument("sweep_dir", type=Path, help="sweep output directory (or a folder of tables)")
     p.add_argument("--out", type=Path, required=True, help="output directory (replaced)")
-    p.add_argument("--group-by", type=_csv, default=("profile",), help="comma list (profile)")
+    p.add_argument(
+        "--group-by",
+        type=_csv,
+        default=(),
+        help="comma list of columns (default: profile; adapter for custom adapters' cells, "
+        "which carry profile=none; adapter,profile when both vary)",
+    )
     p.add_argument(
         "--where",
         type=_where,
@@ -147,10 +187,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="figure formats to write (all three by default)",
     )
     p.add_argument(
-        "--skip-incomplete",
+        "--allow-incomplete",
         action="store_true",
-        help="leave out job folders whose manifest is not COMPLETE (default: refuse)",
+        help="leave out (and list) cells that are unfinished or fail their checksums, and read "
+        "the cell folders when collected/ is stale (default: refuse)",
     )
+    p.add_argument(
+        "--factor",
+        default=None,
+        metavar="KEY",
+        help="a swept key (harness.error_style, model.temperature, adapter, profile, ...): "
+        "paired effect of each level against --baseline",
+    )
+    p.add_argument("--baseline", default=None, metavar="LEVEL", help="the --factor's baseline")
+    p.add_argument(
+        "--confirmatory",
+        action="store_true",
+        help="this factor analysis is the pre-registered one (default: flagged exploratory)",
+    )
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines (for CI)")
     p.set_defaults(func=cmd_analyze)
 
     f = subparsers.add_parser(
@@ -160,3 +215,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     paper.add_arguments(f)
     f.set_defaults(func=paper.run)
+
+    deviation.register(subparsers)

@@ -4,16 +4,26 @@
 tables from ``artifacts/ablation/`` (``episodes.parquet``, ``verdicts.parquet``,
 ``manifest.json``), runs the same analysis as ``cavbench analyze`` with its default
 parameters, and writes ``artifacts/paper/``: every figure as SVG, PDF and PNG with the CSV of
-the numbers it draws, the result tables as CSV, ``headline.md`` / ``headline.tex`` (and the
+the numbers it draws, the result tables as CSV, ``headline.md`` / ``.tex`` / ``.html`` (and the
 contrasts table), and ``manifest.json`` with the checksums of inputs and outputs. No adapter
 runs and nothing touches the network. The default paths are relative to the working
 directory: run it from the repository root (or pass ``--artifacts`` and ``--out``).
 
+The frozen tables are verified first, every table against the row count and content
+checksum its ``manifest.json`` records (``cavbench.tables.verify_sweep``), so a truncated,
+deleted or edited input fails before anything is computed.
+
+Every frozen factor study beside the ablation (a folder holding a ``study.json``, such as
+``artifacts/harness-control/``) is regenerated into ``artifacts/paper/<folder>/`` as well; see
+:mod:`pipelines.factor_study`.
+
 ``--check`` regenerates into a temporary directory and compares with the committed
-``artifacts/paper/``: numbers (CSV, Markdown, LaTeX, the manifest's inputs and parameters)
-must match exactly; figures must match byte for byte, or, where the bytes differ, the PNG
-must match within a pixel tolerance (a different matplotlib or FreeType build can move an
-antialiased edge without changing a number). Exit status 1 on any difference.
+``artifacts/paper/``: every text file (CSV, Markdown, LaTeX, HTML, SVG, JSON; of the manifest, its
+inputs, parameters and layout) must match exactly, so an edited number or figure label fails; a raster image
+(PNG) whose bytes differ may match within a pixel tolerance (a different matplotlib or
+FreeType build can move an antialiased edge without changing a number), and a PDF whose
+bytes differ passes only when its figure's SVG is identical and its PNG within tolerance.
+``--strict`` requires every file byte for byte. Exit status 1 on any difference.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ import polars as pl
 from analysis import read_sweep, sha256_file
 from analysis._errors import AnalysisConfigError
 from cavbench.errors import CavBenchError
+from cavbench.tables import verify_sweep
 from pipelines.analyze import (
     AnalysisManifest,
     AnalysisParameters,
@@ -45,14 +56,17 @@ from pipelines.analyze import (
     replace_directory,
     write_bundle,
 )
+from pipelines.factor_study import find_studies, regenerate_study
 
 DEFAULT_ARTIFACTS = Path("artifacts/ablation")
 DEFAULT_OUT = Path("artifacts/paper")
 PAPER_MANIFEST = "manifest.json"
 PNG_TOLERANCE = 2.0
 """RMS pixel difference (0-255 scale, as `matplotlib.testing.compare`) a PNG may show."""
-EXACT_SUFFIXES = frozenset({".csv", ".md", ".tex"})
-FIGURE_SUFFIXES = frozenset({".svg", ".pdf", ".png"})
+EXACT_SUFFIXES = frozenset({".csv", ".md", ".tex", ".html", ".svg", ".json"})
+"""Text formats: compared byte for byte, never with a tolerance."""
+RASTER_SUFFIXES = frozenset({".png", ".pdf"})
+"""Binary figure formats whose bytes may differ across builds (see `compare_outputs`)."""
 PAPER_OPTIONS = AnalyzeOptions()
 """The paper uses `cavbench analyze`'s defaults, so either command gives the same numbers."""
 
@@ -66,11 +80,18 @@ def _caption(episodes: pl.DataFrame) -> str:
     )
 
 
-def regenerate(artifacts: Path, out: Path) -> AnalysisManifest:
-    """Recompute every paper figure and table from ``artifacts`` into ``out`` (replaced)."""
+def regenerate(artifacts: Path, out: Path, *, verify: bool = True) -> AnalysisManifest:
+    """Recompute every paper figure and table from ``artifacts`` into ``out`` (replaced).
+
+    The inputs are verified against their manifest's checksums first (``verify=False`` only
+    for synthetic tables that carry no cavbench manifest, in tests)."""
     artifacts, out = Path(artifacts), Path(out)
     check_replaceable(out, owner_file=PAPER_MANIFEST)
-    tables = read_sweep(artifacts)
+    if verify:
+        verified = verify_sweep(artifacts)
+        tables = read_sweep(verified.read_from, cells=verified.cells or None)
+    else:
+        tables = read_sweep(artifacts)
     bundle = compute_analysis(
         tables.episodes,
         tables.verdicts,
@@ -82,6 +103,9 @@ def regenerate(artifacts: Path, out: Path) -> AnalysisManifest:
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         written = write_bundle(bundle, staging, table_format="csv")
+        # Frozen factor studies beside the ablation, each into its own sub-folder.
+        for study in find_studies(artifacts.parent):
+            regenerate_study(study, staging / study.name, verify=verify)
         inputs = [s.path for s in tables.sources]
         if (artifacts / "manifest.json").is_file():
             inputs.append(artifacts / "manifest.json")
@@ -146,7 +170,9 @@ def _files(root: Path) -> dict[str, Path]:
     }
 
 
-def _compare_manifests(committed: Path, fresh: Path) -> tuple[FileComparison, list[str]]:
+def _compare_manifests(
+    committed: Path, fresh: Path, rel: str = PAPER_MANIFEST
+) -> tuple[FileComparison, list[str]]:
     old = json.loads(committed.read_text(encoding="utf-8"))
     new = json.loads(fresh.read_text(encoding="utf-8"))
     notes = []
@@ -157,10 +183,8 @@ def _compare_manifests(committed: Path, fresh: Path) -> tuple[FileComparison, li
         )
     differing = [k for k in ("inputs", "parameters", "layout") if old.get(k) != new.get(k)]
     if differing:
-        return FileComparison(
-            PAPER_MANIFEST, Verdict.DIFFERENT, f"manifest fields differ: {differing}"
-        ), notes
-    return FileComparison(PAPER_MANIFEST, Verdict.IDENTICAL), notes
+        return FileComparison(rel, Verdict.DIFFERENT, f"manifest fields differ: {differing}"), notes
+    return FileComparison(rel, Verdict.IDENTICAL), notes
 
 
 def _png_close(committed: Path, fresh: Path, tolerance: float) -> tuple[bool, str]:
@@ -190,8 +214,8 @@ def compare_outputs(
         if rel not in old:
             results.append(FileComparison(rel, Verdict.MISSING))
             continue
-        if rel == PAPER_MANIFEST:
-            comparison, manifest_notes = _compare_manifests(old[rel], new[rel])
+        if Path(rel).name == PAPER_MANIFEST:
+            comparison, manifest_notes = _compare_manifests(old[rel], new[rel], rel)
             results.append(comparison)
             notes += manifest_notes
             continue
@@ -199,13 +223,17 @@ def compare_outputs(
         suffix = Path(rel).suffix
         if same:
             results.append(FileComparison(rel, Verdict.IDENTICAL))
-        elif suffix in FIGURE_SUFFIXES and not strict:
+        elif suffix in RASTER_SUFFIXES and not strict:
             figure_bytes.setdefault(str(Path(rel).with_suffix("")), []).append(rel)
         else:
-            results.append(FileComparison(rel, Verdict.DIFFERENT, "bytes differ"))
+            kind = "text differs" if suffix in EXACT_SUFFIXES else "bytes differ"
+            results.append(FileComparison(rel, Verdict.DIFFERENT, kind))
     for stem, rels in figure_bytes.items():
-        png = f"{stem}.png"
-        if png in old and png in new:
+        png, svg = f"{stem}.png", f"{stem}.svg"
+        svg_differs = svg in old and svg in new and sha256_file(old[svg]) != sha256_file(new[svg])
+        if svg_differs:
+            close, detail = False, f"and {svg} differs"
+        elif png in old and png in new:
             close, detail = _png_close(old[png], new[png], tolerance)
         else:
             close, detail = False, "no PNG to compare"
@@ -226,6 +254,7 @@ def check(
     *,
     tolerance: float = PNG_TOLERANCE,
     strict: bool = False,
+    verify: bool = True,
 ) -> CheckReport:
     """Regenerate into a temporary directory and compare with the committed output."""
     committed = Path(committed)
@@ -236,7 +265,7 @@ def check(
         )
     with tempfile.TemporaryDirectory(prefix="cavbench-paper-check-") as tmp:
         fresh = Path(tmp) / "paper"
-        regenerate(artifacts, fresh)
+        regenerate(artifacts, fresh, verify=verify)
         return compare_outputs(committed, fresh, tolerance=tolerance, strict=strict)
 
 
@@ -262,7 +291,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strict",
         action="store_true",
-        help="with --check, require figures to be byte-identical (no PNG pixel tolerance)",
+        help="with --check, require PNG and PDF figures to be byte-identical too (no tolerance)",
     )
     parser.add_argument(
         "--tolerance",

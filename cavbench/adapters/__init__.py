@@ -10,6 +10,7 @@ from cavbench.adapters._engine import (
     StepStatus,
     baseline,
 )
+from cavbench.adapters._loading import load_adapter
 from cavbench.adapters._protocol import AdapterFailure, AdapterResult, ExecutionAdapter
 
 __all__ = [
@@ -24,4 +25,5 @@ __all__ = [
     "Profile",
     "StepStatus",
     "baseline",
+    "load_adapter",
 ]

@@ -111,6 +111,18 @@ class SeedsConf:
 
 
 @dataclass
+class PreregConf:
+    """Pre-registration (see `docs/harness-factors.md`). Not part of a cell's identity."""
+
+    analysis_plan: str | None = None
+    """Path of the analysis plan; set, the first job registers it and the experiment config
+    in `SWEEP_DIR/preregistration.json` before any episode runs."""
+    deviation: str | None = None
+    """Why the experiment config or plan changed since registration (appended to
+    `SWEEP_DIR/deviations.jsonl`); without it such a change stops the job."""
+
+
+@dataclass
 class OutputConf:
     """Where and how a sweep writes. Not part of a cell's identity or config hash."""
 
@@ -136,6 +148,7 @@ class SweepConfig:
     factors: dict[str, Any] = field(default_factory=dict)
     """Any other swept factor: name -> scalar. Each becomes a folder level and a column."""
     output: OutputConf = field(default_factory=OutputConf)
+    prereg: PreregConf = field(default_factory=PreregConf)
 
 
 def register_configs() -> None:
