@@ -75,8 +75,6 @@ RECORD_COLUMNS: frozenset[str] = frozenset(
         "n_events",
         "n_ledger_rows",
         "n_findings",
-        "candidate_exit_code",
-        "candidate_stderr_tail",
     }
 )
 """Every `episodes` column the sweep writes that is not a swept factor (mirrors the sweep's

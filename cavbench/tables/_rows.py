@@ -73,22 +73,6 @@ def verdict_fields(verdict: Verdict) -> dict[str, Any]:
     }
 
 
-CANDIDATE_PROCESS_KEY = "candidate_process"
-"""Report metadata key under which `adapter=external` records the candidate process."""
-
-
-def candidate_fields(metadata: Mapping[str, JSON]) -> dict[str, Any]:
-    """`candidate_exit_code` and `candidate_stderr_tail` of an out-of-process candidate."""
-    process = metadata.get(CANDIDATE_PROCESS_KEY)
-    if not isinstance(process, dict):
-        return {"candidate_exit_code": None, "candidate_stderr_tail": None}
-    code, tail = process.get("exit_code"), process.get("stderr_tail")
-    return {
-        "candidate_exit_code": code if type(code) is int else None,
-        "candidate_stderr_tail": tail if isinstance(tail, str) else None,
-    }
-
-
 def dimension_statuses(verdict: Verdict) -> list[tuple[str, str]]:
     """(dimension, status) in canonical dimension order: the episode's `verdicts` rows."""
     return [
@@ -167,7 +151,6 @@ class CellTables:
                 "n_events": len(trace.events),
                 "n_ledger_rows": len(trace.side_effects),
                 "error": trace.error,
-                **candidate_fields(report.metadata),
                 **verdict_fields(verdict),
             },
         )

@@ -94,9 +94,6 @@ SCHEMAS: Mapping[Table, pa.Schema] = {
             _field("n_ledger_rows", _I64),
             _field("n_findings", _I64),
             _opt("error", _STR),
-            # Out-of-process candidates (adapter=external) only; null for in-process adapters.
-            _opt("candidate_exit_code", _I64),
-            _opt("candidate_stderr_tail", _STR),
         ]
     ),
     Table.VERDICTS: pa.schema(

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
 
 from cavbench.adapters import baseline
 from cavbench.gateway import GatewayError
-from cavbench.gateway.external import ExternalAdapter, Transport
+from cavbench.gateway.external import CANDIDATE_PROCESS_KEY, ExternalAdapter, Transport
 from cavbench.runner import run_episode, run_episodes
 from cavbench.scenarios import load_pack
-from cavbench.tables._rows import candidate_fields
 
 ROOT = Path(__file__).parents[2]
 MOCK = load_pack("mock")
@@ -23,9 +24,11 @@ CANDIDATE = Path(__file__).parent / "candidates" / "baseline_candidate.py"
 PY = sys.executable
 
 
-def _episode(command: str, limit: float = 20.0) -> tuple[str | None, dict[str, object]]:
+def _episode(command: str, limit: float = 20.0) -> tuple[str | None, dict[str, Any]]:
     trace = run_episode(MOCK.scenarios[0], ExternalAdapter(command, time_limit_s=limit))
-    return trace.error, candidate_fields(trace.adapter_report.metadata)
+    process = trace.adapter_report.metadata[CANDIDATE_PROCESS_KEY]
+    assert isinstance(process, dict)
+    return trace.error, process
 
 
 def test_a_crashing_candidate_is_an_episode_error_with_exit_code_and_stderr() -> None:
@@ -34,21 +37,23 @@ def test_a_crashing_candidate_is_an_episode_error_with_exit_code_and_stderr() ->
     )
     assert error is not None
     assert "exited with code 3" in error
-    assert fields == {"candidate_exit_code": 3, "candidate_stderr_tail": "boom at start"}
+    assert (fields["exit_code"], fields["stderr_tail"]) == (3, "boom at start")
+    assert fields["timed_out"] is False
 
 
 def test_a_hung_candidate_is_killed_at_its_wall_clock_limit() -> None:
     error, fields = _episode(f'{PY} -c "import time; time.sleep(60)"', limit=0.5)
     assert error is not None
     assert "wall-clock limit of 0.5s" in error
-    assert fields["candidate_exit_code"] is not None
+    assert fields["timed_out"] is True
+    assert fields["exit_code"] is not None
 
 
 def test_a_missing_command_is_an_episode_error() -> None:
     error, fields = _episode("/nonexistent/candidate --flag")
     assert error is not None
     assert "cannot start candidate" in error
-    assert fields["candidate_exit_code"] is None
+    assert fields["exit_code"] is None
 
 
 @pytest.mark.parametrize("bad", [{"command": "  "}, {"command": "x", "time_limit_s": 0}])
@@ -82,7 +87,7 @@ def test_the_node_candidate_runs_in_a_sweep_and_resumes(tmp_path: Path, launcher
         "adapter=external",
         f"adapter.command=node {ROOT / 'examples' / 'candidates' / 'node' / 'agent.js'}",
         "scenarios=mock",
-        "profile=direct,full_lifecycle",
+        "+factors.trial=a,b",
         f"output.root={tmp_path}",
         "output.progress=false",
     ]
@@ -96,6 +101,7 @@ def test_the_node_candidate_runs_in_a_sweep_and_resumes(tmp_path: Path, launcher
     assert "skipped" in done.stdout + done.stderr
     episodes = pl.read_parquet(sorted(tmp_path.glob("**/episodes*.parquet")))
     assert episodes.height == 10
-    assert episodes["candidate_exit_code"].to_list() == [0] * 10
+    processes = [json.loads(m)[CANDIDATE_PROCESS_KEY] for m in episodes["report_metadata"]]
+    assert [p["exit_code"] for p in processes] == [0] * 10
     assert episodes["error"].null_count() == 10
     assert episodes["commit_valid_success"].sum() == 6
