@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 
-from cavbench.adapters import AdapterResult, BaselineAdapter, ExecutionAdapter
+from cavbench.adapters import AdapterFailure, AdapterResult, BaselineAdapter, ExecutionAdapter
 from cavbench.errors import SelectionError
 from cavbench.evaluation import ScoringRule, Verdict, evaluate
 from cavbench.redaction import redact, safe_text
@@ -87,12 +87,21 @@ def _format_traceback(exc: BaseException) -> str:
         return _describe(exc)
 
 
-def _failed_report(adapter: ExecutionAdapter) -> AdapterReport:
+def _failed_report(adapter: ExecutionAdapter, exc: BaseException | None = None) -> AdapterReport:
+    """The report of an episode the adapter did not finish. An `AdapterFailure` keeps its
+    metadata (redacted): what the adapter could say about why it stopped."""
+    kept: object = {}
+    if isinstance(exc, AdapterFailure):
+        try:
+            kept = redact(exc.metadata)
+        except Exception:  # untrusted: metadata that cannot even be read
+            kept = {}
     return AdapterReport(
         _attr(adapter, "name", "unknown"),
         _attr(adapter, "version", "0.0.0"),
         "",
         CompletionStatus.FAILED.value,
+        kept if isinstance(kept, dict) else {},
     )
 
 
@@ -211,7 +220,8 @@ def _run(
             return env.finalize(_failed_report(adapter), env.executed_digest(scenario))
     if outcome.error is not None:
         env.run_error(_describe(outcome.error), _format_traceback(outcome.error))
-        return env.finalize(_failed_report(adapter), env.executed_digest(scenario))
+        report = _failed_report(adapter, outcome.error)
+        return env.finalize(report, env.executed_digest(scenario))
     try:
         report = _report(adapter, outcome.result)
     except BaseException as exc:  # a result whose attributes raise

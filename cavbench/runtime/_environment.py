@@ -105,7 +105,7 @@ class Environment:
     def session(self) -> AdapterSession:
         """The adapter's session: this episode's copy of the view and a facade over this
         environment."""
-        return AdapterSession(self._view, ToolFacade(self, checked=self._isolated))
+        return AdapterSession(self._view, ToolFacade(self, checked=self._isolated), seed=self.seed)
 
     def close(self) -> None:
         """End the adapter's access: every later facade call raises `EpisodeClosed` (a

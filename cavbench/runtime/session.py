@@ -105,8 +105,6 @@ class WorldPort(Protocol):
 
     def clarify(self, question: str) -> None: ...
 
-    def refuse(self, call: str, reason: str) -> None: ...
-
 
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -174,7 +172,9 @@ class ToolFacade:
     def _refused(self, call: str, exc: ToolCallError) -> ToolCallError:
         """Record the refused call on the episode (so it counts even if the adapter goes on)
         and hand back the error to raise."""
-        self._world.refuse(call, str(exc))
+        refuse = getattr(self._world, "refuse", None)  # a remote world may not record it
+        if refuse is not None:
+            refuse(call, str(exc))
         return exc
 
     def read(self, namespace: str, resource_id: str, tool_name: str | None = None) -> ToolResult:
@@ -330,11 +330,17 @@ class ToolFacade:
 class AdapterSession:
     """Exactly what an adapter gets: the scenario's view and the tools. Nothing else."""
 
-    __slots__ = ("_scenario", "_tools")
+    __slots__ = ("_scenario", "_seed", "_tools")
 
-    def __init__(self, scenario: ScenarioView, tools: ToolFacade) -> None:
+    def __init__(self, scenario: ScenarioView, tools: ToolFacade, *, seed: int = 0) -> None:
         self._scenario = scenario
         self._tools = tools
+        self._seed = seed
+
+    @property
+    def seed(self) -> int:
+        """The episode's recorded seed (an out-of-process candidate is told it)."""
+        return self._seed
 
     @property
     def scenario(self) -> ScenarioView:
