@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from cavbench.runtime.session import AdapterSession
-from cavbench.trace import CompletionStatus, JSONObject
+from cavbench.trace import AgentTranscript, CompletionStatus, JSONObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +17,8 @@ class AdapterResult:
     final_message: str
     completion_status: CompletionStatus | str = CompletionStatus.SUCCESS
     metadata: JSONObject = field(default_factory=dict)
+    agent: AgentTranscript | None = None
+    """A model-driven adapter's calls and transcript (becomes `model_calls`/`messages`)."""
 
 
 @runtime_checkable

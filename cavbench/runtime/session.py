@@ -169,11 +169,17 @@ class ToolFacade:
 class AdapterSession:
     """Exactly what an adapter gets: the scenario's view and the tools. Nothing else."""
 
-    __slots__ = ("_scenario", "_tools")
+    __slots__ = ("_scenario", "_tools", "repetition", "seed")
 
-    def __init__(self, scenario: ScenarioView, tools: ToolFacade) -> None:
+    def __init__(
+        self, scenario: ScenarioView, tools: ToolFacade, *, seed: int = 0, repetition: int = 0
+    ) -> None:
         self._scenario = scenario
         self._tools = tools
+        self.seed = seed
+        """The episode's seed (a model-driven adapter keys its cache and sampling on it)."""
+        self.repetition = repetition
+        """Which repetition of (scenario, seed) this is (so repeated runs are not cached as one)."""
 
     @property
     def scenario(self) -> ScenarioView:
