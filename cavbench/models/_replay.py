@@ -34,12 +34,12 @@ class ReplayModel:
         endpoints: set[tuple[str, str | None]] = set()
         for path in files:
             table = pq.read_table(
-                path, columns=["model", "base_url", "request_digest", "response", "error_class"]
+                path, columns=["model_name", "base_url", "request_digest", "response", "error_class"]
             )
             for row in table.to_pylist():
                 if row["error_class"] is None and row["response"] is not None:
                     self._answers[str(row["request_digest"])] = str(row["response"])
-                    endpoints.add((str(row["model"]), row["base_url"]))
+                    endpoints.add((str(row["model_name"]), row["base_url"]))
         if name is None:
             if len(endpoints) != 1:
                 raise ConfigError(

@@ -68,6 +68,9 @@ class AdapterConf:
     name: str = MISSING
     """The `adapter` partition key and column."""
     factory: dict[str, Any] = field(default_factory=dict)
+    max_concurrency: int = 1
+    """Episodes of a cell run at once (threads; for I/O-bound adapters such as adapter=llm).
+    Results do not depend on it, so it is not part of the config hash."""
 
 
 @dataclass
@@ -126,6 +129,8 @@ class SweepConfig:
     seeds: SeedsConf = field(default_factory=SeedsConf)
     factors: dict[str, Any] = field(default_factory=dict)
     """Any other swept factor: name -> scalar. Each becomes a folder level and a column."""
+    model: dict[str, Any] = field(default_factory=dict)
+    """Group `model/`: the chat model of adapter=llm (empty for the profiles)."""
     output: OutputConf = field(default_factory=OutputConf)
 
 

@@ -19,6 +19,7 @@ import logging
 import sys
 import traceback
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from tqdm import tqdm
 
 from cavbench.adapters import ExecutionAdapter
 from cavbench.errors import ConfigError
-from cavbench.evaluation import ScoringRule, evaluate
+from cavbench.evaluation import ScoringRule, Verdict, evaluate
 from cavbench.runner import relaxed_gc, run_episode, select
 from cavbench.scenarios import Scenario, load_pack
 from cavbench.study._cell import CellKeys, cell_keys, config_hash, job_config
@@ -53,6 +54,7 @@ from cavbench.tables import (
 )
 from cavbench.tables._collect import current_provenance
 from cavbench.tables._io import TMP_MARKER
+from cavbench.trace import EpisodeTrace
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +76,7 @@ class CellPlan:
     profile: str
     adapter_name: str
     adapter_factory: Mapping[str, Any] = field(default_factory=dict)
+    max_concurrency: int = 1
     overwrite: bool = False
     progress: bool = True
 
@@ -121,6 +124,7 @@ class CellPlan:
             profile=keys.as_dict()["profile"],
             adapter_name=str(cfg.adapter.name),
             adapter_factory=factory,
+            max_concurrency=max(1, int(cfg.adapter.get("max_concurrency", 1))),
             overwrite=bool(output.overwrite),
             progress=bool(output.progress),
         )
@@ -181,6 +185,11 @@ def _skip_reason(plan: CellPlan) -> str | None:
         )
     if existing.status is not CellStatus.COMPLETE:
         log.info("%s: found status %s, redoing the cell", plan.cell, existing.status.value)
+        return None
+    if existing.n_infra_errors:
+        log.info(
+            "%s: %d infra_error episode(s), redoing the cell", plan.cell, existing.n_infra_errors
+        )
         return None
     problems = verify_cell(plan.cell_dir, existing)
     if problems:
@@ -292,13 +301,25 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
         leave=False,
         disable=not (plan.progress and sys.stderr.isatty()),
     )
+    def one(item: tuple[Scenario, int, int]) -> tuple[EpisodeKey, EpisodeTrace, Verdict]:
+        scenario, seed, repetition = item
+        episode_id = plan.keys.episode_id(scenario.id, seed, repetition)
+        trace = run_episode(
+            scenario, adapter, seed=seed, run_id=episode_id, repetition=repetition
+        )
+        key = EpisodeKey(episode_id, scenario.id, scenario.family.value, seed, repetition)
+        return key, trace, evaluate(scenario, trace, plan.rule)
+
     with relaxed_gc():
-        for scenario, seed, repetition in bar:
-            episode_id = plan.keys.episode_id(scenario.id, seed, repetition)
-            trace = run_episode(scenario, adapter, seed=seed, run_id=episode_id)
-            verdict = evaluate(scenario, trace, plan.rule)
-            key = EpisodeKey(episode_id, scenario.id, scenario.family.value, seed, repetition)
-            tables.add(key, trace, verdict)
+        if plan.max_concurrency > 1:
+            # I/O-bound adapters (model calls): episodes run in threads; `map` yields in
+            # input order, so the tables are the same as a serial run's.
+            with ThreadPoolExecutor(plan.max_concurrency, thread_name_prefix="episode") as pool:
+                for key, trace, verdict in pool.map(one, bar):
+                    tables.add(key, trace, verdict)
+        else:
+            for item in bar:
+                tables.add(*one(item))
     footer = {
         "sweep": plan.sweep,
         "cell": plan.cell,
@@ -321,6 +342,7 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
             "status": CellStatus.COMPLETE,
             "n_episodes": tables.n_episodes,
             "n_errors": tables.n_errors,
+            "n_infra_errors": tables.n_infra_errors,
             "tables": records,
         }
     )

@@ -36,6 +36,10 @@ _ROWS = dict[str, list[dict[str, Any]]]
 """episode_id -> that episode's rows of one table."""
 
 
+_SCORED = tuple(t for t in Table if t not in (Table.MODEL_CALLS, Table.MESSAGES))
+"""The tables a verdict is rebuilt and compared from (never the model's calls: recompute
+re-scores, it does not re-ask)."""
+
 _FINDING_KEYS = frozenset(SCHEMAS[Table.FINDINGS].names) - {
     "episode_id",
     "scenario_id",
@@ -192,14 +196,14 @@ def _cells_from_folders(sweep_dir: Path, allow_incomplete: bool) -> Iterator[_Ce
             table: _group(
                 read_table(directory / manifest.tables[table.value].file, table).to_pylist()
             )
-            for table in Table
+            for table in _SCORED
         }
         yield _CellTables(manifest.cell, manifest.pack, manifest.scoring_rule, rows)
 
 
 def _cells_from_collected(collected: Path) -> Iterator[_CellTables]:
     manifest = read_sweep_manifest(collected)
-    paths = {table: collected / manifest.tables[table.value].file for table in Table}
+    paths = {table: collected / manifest.tables[table.value].file for table in _SCORED}
     for table, path in paths.items():
         check_table_file(path, table, collected=True)
     for summary in manifest.cells:

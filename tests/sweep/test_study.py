@@ -17,6 +17,7 @@ from cavbench.tables import (
     cell_dirs,
     collect,
     read_cell_manifest,
+    Table,
     recompute,
     write_table,
 )
@@ -90,7 +91,7 @@ def test_an_interrupted_sweep_resumes_to_the_same_tables(
 
     def dying_write(*args: Any, **kwargs: Any) -> Any:
         calls["n"] += 1
-        if calls["n"] == 2 * 6 + 3:  # two cells done, the third dies after two of six tables
+        if calls["n"] == 2 * len(Table) + 3:  # two cells done, the third dies after two tables
             raise _Killed
         return real_write(*args, **kwargs)
 
