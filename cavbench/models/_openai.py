@@ -60,6 +60,7 @@ class OpenAICompatibleModel:
         self._name = name
         self._base_url = base_url
         self._max_retries = max_retries
+        self._timeout_s = timeout_s
         self._openai = openai
         self._client = openai.OpenAI(
             api_key=key or _NO_KEY,
@@ -94,8 +95,8 @@ class OpenAICompatibleModel:
             kwargs["max_tokens"] = request.settings.max_tokens
         if request.settings.seed is not None:
             kwargs["seed"] = request.settings.seed
-        if timeout is not None:
-            kwargs["timeout"] = timeout
+        if timeout is not None:  # the caller's budget can only shorten the configured timeout
+            kwargs["timeout"] = max(0.001, min(self._timeout_s, timeout))
         problem = ""
         for attempt in range(self._max_retries + 1):
             if attempt:
