@@ -9,6 +9,8 @@ from cavbench.agents._adapter import Budgets, LLMAdapter
 from cavbench.agents._tools import OpIdSource
 from cavbench.errors import ConfigError
 from cavbench.models import ModelConfig, build_model
+from cavbench.models._factory import ModelKind
+from cavbench.models._replay import recorded_settings
 
 
 def llm_adapter(
@@ -29,9 +31,14 @@ def llm_adapter(
         ) from None
     if max_turns < 1:
         raise ConfigError(f"adapter.factory.max_turns={max_turns}: must be at least 1")
+    settings = (
+        recorded_settings(str(config.sweep_dir))
+        if config.kind is ModelKind.REPLAY and config.sweep_dir
+        else config.settings
+    )
     return LLMAdapter(
         model=build_model(config),
-        settings=config.settings,
+        settings=settings,
         budgets=Budgets(max_turns=max_turns, max_tokens=max_tokens, wall_clock_s=wall_clock_s),
         op_ids=source,
         price=config.price,

@@ -7,12 +7,18 @@ got as long as the conversation is the same; the first divergence fails loudly w
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from cavbench.errors import CacheMissError, ConfigError
-from cavbench.models._records import AssistantTurn, ChatRequest, request_digest
+from cavbench.models._records import (
+    AssistantTurn,
+    ChatRequest,
+    GenerationSettings,
+    request_digest,
+)
 
 MODEL_CALLS_FILE = "model_calls.parquet"
 
@@ -73,3 +79,20 @@ class ReplayModel:
                 "(fix: replay with the same adapter config, pack and seeds as the recording)"
             )
         return AssistantTurn.from_json(answer)
+
+
+def recorded_settings(sweep_dir: str | Path) -> GenerationSettings:
+    """The generation settings the recorded sweep ran with (from a cell manifest's config),
+    so a replay asks exactly what the recording asked."""
+    for path in sorted(Path(sweep_dir).rglob("manifest.json")):
+        try:
+            model = json.loads(path.read_text(encoding="utf-8")).get("config", {}).get("model")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(model, dict) and model.get("kind") not in (None, "replay"):
+            fields = GenerationSettings.model_fields
+            return GenerationSettings(**{k: v for k, v in model.items() if k in fields})
+    raise ConfigError(
+        f"model.sweep_dir={sweep_dir}: no cell manifest with a recorded model config "
+        "(fix: point it at the folder of a sweep that ran adapter=llm)"
+    )
