@@ -22,6 +22,17 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from cavbench.adapters import AdapterResult
+from cavbench.agents._render import DEFAULT_RENDERER, Renderer, ToolErrorKind
+from cavbench.agents._tools import (
+    KEY_ARG,
+    VERSION_ARG,
+    OfferedTool,
+    OpIdSource,
+    ToolKind,
+    offered_tools,
+    resolve_write,
+    unoffered,
+)
 from cavbench.errors import CavBenchError, ModelInfraError, ModelRequestError
 from cavbench.models import (
     AssistantTurn,
@@ -35,17 +46,6 @@ from cavbench.models import (
     request_digest,
 )
 from cavbench.runtime.session import AdapterSession, ToolResult, ToolStatus
-from cavbench.agents._render import DEFAULT_RENDERER, Renderer, ToolErrorKind
-from cavbench.agents._tools import (
-    KEY_ARG,
-    VERSION_ARG,
-    OfferedTool,
-    OpIdSource,
-    ToolKind,
-    offered_tools,
-    resolve_write,
-    unoffered,
-)
 from cavbench.trace import (
     AgentTranscript,
     CompletionStatus,
@@ -172,7 +172,11 @@ class LLMAdapter:
         try:
             turn = self.model.complete(request, timeout=timeout)
         except (ModelInfraError, ModelRequestError) as exc:
-            kind = f"ModelInfraError:{exc.kind}" if isinstance(exc, ModelInfraError) else type(exc).__name__
+            kind = (
+                f"ModelInfraError:{exc.kind}"
+                if isinstance(exc, ModelInfraError)
+                else type(exc).__name__
+            )
             ep.error = str(exc)
             ep.calls.append(
                 ModelCallRecord(

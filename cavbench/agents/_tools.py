@@ -196,7 +196,9 @@ class OfferedTool:
         return named[0] if len(named) == 1 else None
 
 
-def _object(properties: Mapping[str, dict[str, JSON]], required: tuple[str, ...]) -> dict[str, JSON]:
+def _object(
+    properties: Mapping[str, dict[str, JSON]], required: tuple[str, ...]
+) -> dict[str, JSON]:
     return {
         "type": "object",
         "properties": dict(properties),
@@ -217,7 +219,7 @@ def _read_tool(name: str, namespace: str) -> OfferedTool:
 
 def _write_tool(name: str, spec: WriteSpec, ids: OpIdSource) -> OfferedTool:
     params = [ID_PARAMS[ns] for ns in spec.namespaces]
-    properties: dict[str, dict[str, JSON]] = {p: _STR for p in params}
+    properties: dict[str, dict[str, JSON]] = dict.fromkeys(params, _STR)
     properties.update({k: v for k, v in spec.args.items() if k not in properties})
     properties[VERSION_ARG] = {
         "type": "integer",
@@ -353,7 +355,7 @@ def resolve_write(
     ]
     exact = [s for s in candidates if _comparable(natural, s, id_param) == dict(s.args)]
     loose = [s for s in candidates if _compatible(_comparable(natural, s, id_param), s.args)]
-    chosen = (exact or loose or [None])[0]
+    chosen = (exact or loose)[0] if (exact or loose) else None
     if chosen is not None and chosen.logical_operation_id is not None:
         return ResolvedWrite(
             step_id=chosen.step_id,

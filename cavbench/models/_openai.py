@@ -13,7 +13,10 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openai._types import RequestOptions
 
 from cavbench.errors import ConfigError, ModelInfraError, ModelRequestError
 from cavbench.models._records import (
@@ -62,6 +65,7 @@ class OpenAICompatibleModel:
         self._max_retries = max_retries
         self._timeout_s = timeout_s
         self._openai = openai
+        self._completion_type = openai.types.chat.ChatCompletion
         self._client = openai.OpenAI(
             api_key=key or _NO_KEY,
             base_url=base_url,
@@ -82,6 +86,7 @@ class OpenAICompatibleModel:
 
     def complete(self, request: ChatRequest, *, timeout: float | None = None) -> AssistantTurn:
         openai = self._openai
+        ChatCompletion = self._completion_type  # noqa: N806 (a class)
         kwargs: dict[str, Any] = {
             "model": self._name,
             "messages": [m.as_openai() for m in request.messages],
@@ -95,15 +100,21 @@ class OpenAICompatibleModel:
             kwargs["max_tokens"] = request.settings.max_tokens
         if request.settings.seed is not None:
             kwargs["seed"] = request.settings.seed
+        options: RequestOptions = {}
         if timeout is not None:  # the caller's budget can only shorten the configured timeout
-            kwargs["timeout"] = max(0.001, min(self._timeout_s, timeout))
+            options["timeout"] = max(0.001, min(self._timeout_s, timeout))
         problem = ""
         for attempt in range(self._max_retries + 1):
             if attempt:
                 time.sleep(min(_BACKOFF_S * 2 ** (attempt - 1), _MAX_BACKOFF_S))
             started = time.perf_counter()
             try:
-                response = self._client.chat.completions.create(**kwargs)
+                # The SDK's documented low-level `post` (same auth, retries, timeouts and
+                # parsing): `chat.completions.create` first walks the whole request against
+                # its TypedDicts, ~10 ms of CPU per call that serialises concurrent episodes.
+                response = self._client.post(
+                    "/chat/completions", cast_to=ChatCompletion, body=kwargs, options=options
+                )
             except openai.APITimeoutError as exc:
                 raise ModelInfraError("timeout", _describe(exc)) from None
             except openai.APIConnectionError as exc:

@@ -40,7 +40,8 @@ class ReplayModel:
         endpoints: set[tuple[str, str | None]] = set()
         for path in files:
             table = pq.read_table(
-                path, columns=["model_name", "base_url", "request_digest", "response", "error_class"]
+                path,
+                columns=["model_name", "base_url", "request_digest", "response", "error_class"],
             )
             for row in table.to_pylist():
                 if row["error_class"] is None and row["response"] is not None:

@@ -27,14 +27,18 @@ Script = Callable[[ChatRequest], AssistantTurn]
 EXHAUSTED = "(the script has no more turns)"
 
 
-def scripted_turn(text: str | None = None, calls: Sequence[Mapping[str, Any]] = ()) -> AssistantTurn:
+def scripted_turn(
+    text: str | None = None, calls: Sequence[Mapping[str, Any]] = ()
+) -> AssistantTurn:
     """A turn from plain values: `calls` are ``{"name": ..., "arguments": dict | str}``."""
     tool_calls = []
     for index, call in enumerate(calls):
         arguments = call.get("arguments", {})
         raw = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
         tool_calls.append(
-            ToolCall(id=str(call.get("id") or f"call_{index}"), name=str(call["name"]), arguments=raw)
+            ToolCall(
+                id=str(call.get("id") or f"call_{index}"), name=str(call["name"]), arguments=raw
+            )
         )
     return AssistantTurn(
         text=text,
@@ -63,7 +67,9 @@ class ScriptedModel:
         return turn if turn.model else turn.model_copy(update={"model": self._name})
 
 
-def turns_script(default: Sequence[AssistantTurn], by_scenario: Mapping[str, Sequence[AssistantTurn]]) -> Script:
+def turns_script(
+    default: Sequence[AssistantTurn], by_scenario: Mapping[str, Sequence[AssistantTurn]]
+) -> Script:
     """A script serving turn *i* of the scenario's list (or of `default`)."""
 
     def script(request: ChatRequest) -> AssistantTurn:

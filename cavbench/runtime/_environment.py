@@ -322,9 +322,7 @@ class Environment:
     def events(self) -> tuple[TraceEvent, ...]:
         return tuple(self._events)
 
-    def finalize(
-        self, report: AdapterReport, agent: AgentTranscript | None = None
-    ) -> EpisodeTrace:
+    def finalize(self, report: AdapterReport, agent: AgentTranscript | None = None) -> EpisodeTrace:
         """Freeze the episode. The adapter's report is stored as given; nothing scores it
         except the evaluator's overclaim check on `completion_status`."""
         return EpisodeTrace(

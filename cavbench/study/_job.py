@@ -301,12 +301,11 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
         leave=False,
         disable=not (plan.progress and sys.stderr.isatty()),
     )
+
     def one(item: tuple[Scenario, int, int]) -> tuple[EpisodeKey, EpisodeTrace, Verdict]:
         scenario, seed, repetition = item
         episode_id = plan.keys.episode_id(scenario.id, seed, repetition)
-        trace = run_episode(
-            scenario, adapter, seed=seed, run_id=episode_id, repetition=repetition
-        )
+        trace = run_episode(scenario, adapter, seed=seed, run_id=episode_id, repetition=repetition)
         key = EpisodeKey(episode_id, scenario.id, scenario.family.value, seed, repetition)
         return key, trace, evaluate(scenario, trace, plan.rule)
 

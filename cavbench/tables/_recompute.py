@@ -36,7 +36,7 @@ _ROWS = dict[str, list[dict[str, Any]]]
 """episode_id -> that episode's rows of one table."""
 
 
-_SCORED = tuple(t for t in Table if t not in (Table.MODEL_CALLS, Table.MESSAGES))
+_SCORED: tuple[Table, ...] = tuple(t for t in Table if t not in (Table.MODEL_CALLS, Table.MESSAGES))
 """The tables a verdict is rebuilt and compared from (never the model's calls: recompute
 re-scores, it does not re-ask)."""
 

@@ -66,7 +66,5 @@ def profile_turns(scenario: Scenario, profile: str) -> list[AssistantTurn]:
     return [scripted_turn(None, [call]) for call in [*facade.calls, report]]
 
 
-def profile_scripts(
-    scenarios: list[Scenario], profile: str
-) -> Mapping[str, list[AssistantTurn]]:
+def profile_scripts(scenarios: list[Scenario], profile: str) -> Mapping[str, list[AssistantTurn]]:
     return {s.id: profile_turns(s, profile) for s in scenarios}

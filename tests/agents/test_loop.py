@@ -32,7 +32,9 @@ def _run(
 ) -> tuple[Any, list[str]]:
     script = list(turns)
     adapter = LLMAdapter(
-        model=ScriptedModel(lambda r: script[r.turn] if r.turn < len(script) else scripted_turn("bye")),
+        model=ScriptedModel(
+            lambda r: script[r.turn] if r.turn < len(script) else scripted_turn("bye")
+        ),
         **kw,
     )
     trace = run_episode(scenario or _scenario(), adapter)
@@ -65,8 +67,10 @@ def test_offered_tools_come_from_the_toolset_plus_the_fixed_four() -> None:
     assert refund["required"] == ["payment_id", "amount"]
     assert "idempotency_key" in refund["properties"]  # type: ignore[operator]
     system = seen[0].messages[0].content or ""
-    assert "tenant_alpha" in system and "must not exceed 20" in system
-    assert "refund-1" not in system and "read-1" not in system  # never the plan
+    assert "tenant_alpha" in system
+    assert "must not exceed 20" in system
+    assert "refund-1" not in system
+    assert "read-1" not in system
 
 
 def test_a_correct_refund_takes_the_plan_steps_effect_and_passes() -> None:
@@ -77,7 +81,12 @@ def test_a_correct_refund_takes_the_plan_steps_effect_and_passes() -> None:
             [
                 _call(
                     "issue_refund",
-                    {"payment_id": "P-9001", "amount": 20, "expected_version": 2, "idempotency_key": "k1"},
+                    {
+                        "payment_id": "P-9001",
+                        "amount": 20,
+                        "expected_version": 2,
+                        "idempotency_key": "k1",
+                    },
                 )
             ],
         ),
@@ -100,9 +109,21 @@ def test_a_correct_refund_takes_the_plan_steps_effect_and_passes() -> None:
         (_call("wire_money", {}), ToolErrorKind.UNKNOWN_TOOL, "available: get_payment"),
         (_call("get_payment", "{not json"), ToolErrorKind.MALFORMED_ARGUMENTS, "not JSON"),
         (_call("get_payment", "[1, 2]"), ToolErrorKind.MALFORMED_ARGUMENTS, "JSON object"),
-        (_call("issue_refund", {"payment_id": "P-9001"}), ToolErrorKind.INVALID_ARGUMENTS, "'amount' is a required property"),
-        (_call("issue_refund", {"payment_id": "P-9001", "amount": "20"}), ToolErrorKind.INVALID_ARGUMENTS, "is not of type 'number'"),
-        (_call("get_payment", {"payment_id": "P-9001", "x": 1}), ToolErrorKind.INVALID_ARGUMENTS, "Additional properties"),
+        (
+            _call("issue_refund", {"payment_id": "P-9001"}),
+            ToolErrorKind.INVALID_ARGUMENTS,
+            "'amount' is a required property",
+        ),
+        (
+            _call("issue_refund", {"payment_id": "P-9001", "amount": "20"}),
+            ToolErrorKind.INVALID_ARGUMENTS,
+            "is not of type 'number'",
+        ),
+        (
+            _call("get_payment", {"payment_id": "P-9001", "x": 1}),
+            ToolErrorKind.INVALID_ARGUMENTS,
+            "Additional properties",
+        ),
         (_call("get_payment", {"payment_id": "P-404"}), ToolErrorKind.REFUSED, "no such resource"),
     ],
 )

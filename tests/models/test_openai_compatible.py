@@ -59,7 +59,9 @@ def test_tool_calls_drive_an_episode_through_the_sdk() -> None:
                 prompt_tokens=250,
             )
         ),
-        FakeReply(body=completion(None, [("report_outcome", _args(status="success", message="ok"))])),
+        FakeReply(
+            body=completion(None, [("report_outcome", _args(status="success", message="ok"))])
+        ),
     )
     with FakeChatServer(responder) as server:
         trace = run_episode(SCENARIO, LLMAdapter(model=_model(server)))
@@ -67,11 +69,16 @@ def test_tool_calls_drive_an_episode_through_the_sdk() -> None:
     assert trace.status is EpisodeStatus.COMPLETED
     assert trace.agent is not None
     assert trace.agent.stop_reason is StopReason.REPORTED
-    assert (trace.agent.turns, trace.agent.prompt_tokens, trace.agent.completion_tokens) == (3, 450, 30)
+    assert (trace.agent.turns, trace.agent.prompt_tokens, trace.agent.completion_tokens) == (
+        3,
+        450,
+        30,
+    )
     assert trace.final_state["payment"]["P-9001"]["refunded"] == 20
     assert [t["function"]["name"] for t in sent[0]["tools"]][:2] == ["get_payment", "issue_refund"]
     tool_message = sent[1]["messages"][-1]
-    assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "call_0"
+    assert tool_message["role"] == "tool"
+    assert tool_message["tool_call_id"] == "call_0"
     assert [c.finish_reason for c in trace.agent.calls] == ["tool_calls"] * 3
 
 
@@ -101,7 +108,9 @@ def test_errors_surviving_the_retries_are_infra_errors() -> None:
 
 def test_a_hung_endpoint_times_out_and_the_episode_is_an_infra_error() -> None:
     with FakeChatServer(lambda _b: FakeReply(body=completion("late"), delay_s=1.0)) as server:
-        trace = run_episode(SCENARIO, LLMAdapter(model=_model(server, timeout_s=0.2, max_retries=0)))
+        trace = run_episode(
+            SCENARIO, LLMAdapter(model=_model(server, timeout_s=0.2, max_retries=0))
+        )
     assert trace.status is EpisodeStatus.INFRA_ERROR
     assert trace.agent is not None
     assert trace.agent.calls[0].error_class == "ModelInfraError:timeout"
@@ -115,9 +124,8 @@ def test_a_malformed_response_is_retried_then_an_infra_error() -> None:
         next(counter)
         return FakeReply(body={"id": "x", "object": "chat.completion", "choices": []})
 
-    with FakeChatServer(respond) as server:
-        with pytest.raises(ModelInfraError) as caught:
-            _model(server, max_retries=1).complete(REQUEST)
+    with FakeChatServer(respond) as server, pytest.raises(ModelInfraError) as caught:
+        _model(server, max_retries=1).complete(REQUEST)
     assert caught.value.kind == "malformed_response"
     assert next(counter) == 2
 
@@ -129,12 +137,15 @@ def test_a_refused_request_is_a_request_error_and_an_adapter_error_episode() -> 
             _model(server).complete(REQUEST)
         trace = run_episode(SCENARIO, LLMAdapter(model=_model(server)))
     assert trace.status is EpisodeStatus.ADAPTER_ERROR
-    assert trace.agent is not None and trace.agent.stop_reason is StopReason.MODEL_ERROR
+    assert trace.agent is not None
+    assert trace.agent.stop_reason is StopReason.MODEL_ERROR
 
 
 def test_malformed_arguments_and_unknown_tools_reach_the_model_as_tool_errors() -> None:
     responder = _by_turn(
-        FakeReply(body=completion(None, [("get_payment", '{"payment_id": "P-9001"'), ("transfer", "{}")])),
+        FakeReply(
+            body=completion(None, [("get_payment", '{"payment_id": "P-9001"'), ("transfer", "{}")])
+        ),
         FakeReply(body=completion(None, [("report_outcome", _args(status="failed", message="x"))])),
     )
     with FakeChatServer(responder) as server:

@@ -14,10 +14,10 @@ from cavbench.adapters import Profile
 from cavbench.study import CellPlan, compose, run_cell
 from cavbench.tables import (
     CellStatus,
+    Table,
     cell_dirs,
     collect,
     read_cell_manifest,
-    Table,
     recompute,
     write_table,
 )
