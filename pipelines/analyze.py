@@ -51,10 +51,12 @@ from analysis import (
     paired_difference_figure,
     pass_hat_k,
     pass_k_figure,
+    rated_episodes,
     read_sweep,
     sha256_file,
     to_latex,
     to_markdown,
+    usage_summary,
     validity_gap_figure,
     write_plot,
 )
@@ -105,6 +107,8 @@ class AnalysisBundle:
     headline: ReportTable
     contrasts_report: ReportTable | None
     plots: tuple[Plot, ...] = field(default=())
+    usage: pl.DataFrame | None = None
+    """Episodes, infra errors, turns, tokens and cost per group (infra errors included)."""
 
     def frames(self) -> dict[str, pl.DataFrame]:
         """The numeric result tables by output name."""
@@ -119,6 +123,8 @@ class AnalysisBundle:
             out["contrasts"] = self.contrasts.frame
         if self.dimensions is not None:
             out["dimensions"] = self.dimensions
+        if self.usage is not None:
+            out["usage"] = self.usage
         return out
 
     def reports(self) -> dict[str, ReportTable]:
@@ -159,6 +165,10 @@ def compute_analysis(
     """Run every analysis over the tables (no file is read or written)."""
     episodes = apply_filters(episodes, options.where)
     group_by = options.group_by
+    usage = usage_summary(episodes, group_by)
+    episodes = rated_episodes(episodes)  # infra errors say nothing about the agent
+    if episodes.is_empty():
+        raise AnalysisConfigError("every selected episode is an infra_error; nothing to rate")
     check_single_valued(episodes, [*UNPOOLABLE_COLUMNS, *factor_columns], group_by)
     config = options.bootstrap
     metrics = headline_metrics(episodes, group_by, config, small_n=options.small_n)
@@ -220,6 +230,7 @@ def compute_analysis(
         headline=headline,
         contrasts_report=contrasts_report,
         plots=tuple(plots),
+        usage=usage,
     )
 
 

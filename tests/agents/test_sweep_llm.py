@@ -11,9 +11,11 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from analysis import BootstrapConfig
 from cavbench.models.fake_server import FakeChatServer, FakeReply, completion
 from cavbench.study import compose, run_cell
 from cavbench.tables import Table, cell_dirs, collect, read_cell_manifest, recompute
+from pipelines.analyze import AnalyzeOptions, run_analyze
 
 LLM = ["scenarios=mock", "output.progress=false", "output.name=llm", "adapter=llm"]
 
@@ -109,6 +111,16 @@ def test_infra_errors_are_counted_and_the_cell_reruns_on_resume(tmp_path: Path) 
         second = run_cell(cfg)
     assert (first.skipped, manifest.n_infra_errors, manifest.n_errors) == (False, 1, 0)
     assert sorted(statuses) == ["completed"] * 4 + ["infra_error"]
+    analysed = run_analyze(
+        tmp_path / "llm",
+        tmp_path / "analysis",
+        AnalyzeOptions(
+            bootstrap=BootstrapConfig(n_resamples=200, seed=1), permutation_resamples=99
+        ),
+    ).bundle
+    assert set(analysed.metrics.frame.get_column("n").to_list()) == {4}  # infra error left out
+    assert analysed.usage is not None
+    assert analysed.usage.select("episodes", "infra_errors", "model_turns").row(0) == (5, 1, 9)
     assert not second.skipped
     assert read_cell_manifest(cell).n_infra_errors == 0
 
