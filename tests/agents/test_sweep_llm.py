@@ -93,15 +93,18 @@ def test_concurrent_episodes_give_the_serial_tables(tmp_path: Path) -> None:
     assert read_cell_manifest(serial).config_hash == read_cell_manifest(threads).config_hash
 
 
-def test_infra_errors_are_counted_and_the_cell_reruns_on_resume(tmp_path: Path) -> None:
-    down = {"MK-02": True}
-
-    def flaky(body: dict[str, Any]) -> FakeReply:
+def _flaky(down: dict[str, bool]) -> Any:
+    def respond(body: dict[str, Any]) -> FakeReply:
         if down["MK-02"] and "O-9002" in json.dumps(body["messages"][1]):
             return FakeReply(status=503, body={"error": {"message": "overloaded"}})
         return _respond(body)
 
-    with FakeChatServer(flaky) as server:
+    return respond
+
+
+def test_infra_errors_are_counted_and_the_cell_reruns_on_resume(tmp_path: Path) -> None:
+    down = {"MK-02": True}
+    with FakeChatServer(_flaky(down)) as server:
         cfg = _config(tmp_path, *_endpoint(server))
         first = run_cell(cfg)
         (cell,) = cell_dirs(tmp_path / "llm")
@@ -111,6 +114,14 @@ def test_infra_errors_are_counted_and_the_cell_reruns_on_resume(tmp_path: Path) 
         second = run_cell(cfg)
     assert (first.skipped, manifest.n_infra_errors, manifest.n_errors) == (False, 1, 0)
     assert sorted(statuses) == ["completed"] * 4 + ["infra_error"]
+    assert not second.skipped
+    assert read_cell_manifest(cell).n_infra_errors == 0
+
+
+@pytest.mark.slow
+def test_analyze_leaves_infra_errors_out_of_rates_and_reports_usage(tmp_path: Path) -> None:
+    with FakeChatServer(_flaky({"MK-02": True})) as server:
+        run_cell(_config(tmp_path, *_endpoint(server)))
     analysed = run_analyze(
         tmp_path / "llm",
         tmp_path / "analysis",
@@ -121,8 +132,6 @@ def test_infra_errors_are_counted_and_the_cell_reruns_on_resume(tmp_path: Path) 
     assert set(analysed.metrics.frame.get_column("n").to_list()) == {4}  # infra error left out
     assert analysed.usage is not None
     assert analysed.usage.select("episodes", "infra_errors", "model_turns").row(0) == (5, 1, 9)
-    assert not second.skipped
-    assert read_cell_manifest(cell).n_infra_errors == 0
 
 
 def test_the_api_key_appears_in_no_artifact(
