@@ -29,8 +29,8 @@ def rated_episodes(episodes: pl.DataFrame) -> pl.DataFrame:
 
 
 def usage_summary(episodes: pl.DataFrame, group_by: Sequence[str]) -> pl.DataFrame | None:
-    """Per group: episodes, infra errors, turns, tokens and cost (None when the sweep has
-    neither model usage nor status columns, e.g. an old sweep).
+    """Per group: episodes, infra errors, turns, tokens and cost (None when no episode called
+    a model or hit an infra error, e.g. a sweep of the deterministic profiles).
 
     >>> frame = pl.DataFrame({
     ...     "profile": ["p", "p"], "status": ["completed", "infra_error"],
@@ -43,6 +43,9 @@ def usage_summary(episodes: pl.DataFrame, group_by: Sequence[str]) -> pl.DataFra
     if "status" not in episodes.schema:
         return None
     present = [c for c in _USAGE if c in episodes.schema]
+    used = any(episodes.get_column(c).is_not_null().any() for c in present)
+    if not used and not (episodes.get_column("status") == INFRA_ERROR).any():
+        return None
     # A column with no value at all (cost without a price table) stays null, not 0.
     totals = [
         pl.when(pl.col(c).is_null().all()).then(None).otherwise(pl.col(c).sum()).alias(c)

@@ -87,10 +87,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if result.bundle.contrasts_report is not None:
         print(render_markdown(result.bundle.contrasts_report))
     usage = result.bundle.usage
-    if usage is not None and (
-        usage.get_column("infra_errors").sum()
-        or ("model_turns" in usage.columns and usage.get_column("model_turns").sum())
-    ):
+    if usage is not None:
         # Cost and tokens of model-driven cells; infra errors are left out of every rate above.
         print("Model usage (infra_error episodes are excluded from the rates above):")
         with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True):
