@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cavbench.agents import UNREPORTED, Budgets, LLMAdapter, OpIdSource, ToolErrorKind
 from cavbench.evaluation import evaluate
@@ -217,3 +219,42 @@ def test_calls_after_report_outcome_in_the_same_turn_are_not_executed() -> None:
     assert not trace.side_effects
     assert trace.adapter_report.completion_status == "partial"
     assert trace.agent.stop_reason is StopReason.REPORTED
+
+
+_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_NAMES = st.sampled_from(
+    ["get_payment", "issue_refund", "check_operation_status", "escalate", "clarify", "x", ""]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    calls=st.lists(
+        st.tuples(
+            _NAMES,
+            st.one_of(
+                st.text(max_size=30),
+                st.dictionaries(
+                    st.sampled_from(["payment_id", "amount", "idempotency_key", "reason", "q"]),
+                    _JSONISH,
+                    max_size=4,
+                ).map(json.dumps),
+            ),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_no_model_output_crashes_the_episode(calls: list[tuple[str, str]]) -> None:
+    """Adversarial: whatever the model writes, the episode ends normally, unscripted."""
+    turn = scripted_turn(None, [{"name": n, "arguments": a} for n, a in calls])
+    trace, texts = _run([turn])
+    assert trace.error is None
+    assert trace.status is EpisodeStatus.COMPLETED
+    assert len(texts) == len(calls)
