@@ -70,6 +70,11 @@ class ModelConfig(BaseModel):
     def parse(cls, data: Mapping[str, Any] | ModelConfig) -> ModelConfig:
         if isinstance(data, ModelConfig):
             return data
+        if not data:
+            raise ConfigError(
+                "no model configured (fix: add model=openai_compatible, model=scripted or "
+                "model=replay to the command line)"
+            )
         try:
             return cls.model_validate(dict(data))
         except ValidationError as exc:

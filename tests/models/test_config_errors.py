@@ -56,6 +56,7 @@ def test_adapter_llm_composes_and_builds(tmp_path: Path) -> None:
         ({"kind": "replay", "sweep_dir": "/nonexistent"}, "no model_calls.parquet"),
         ({"kind": "openai_compatible"}, "model.name is empty"),
         ({"kind": "telepathy"}, "model config"),
+        ({}, "no model configured"),
         ({"kind": "scripted", "temprature": 1}, "model config"),
     ],
 )
