@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 
 from cavbench.agents import UNREPORTED, Budgets, LLMAdapter, OpIdSource, ToolErrorKind
 from cavbench.evaluation import evaluate
-from cavbench.models import AssistantTurn, ChatRequest, ScriptedModel, Usage, scripted_turn
+from cavbench.models import (
+    AssistantTurn,
+    ChatRequest,
+    Price,
+    ScriptedModel,
+    Usage,
+    scripted_turn,
+)
 from cavbench.runner import run_episode
 from cavbench.scenarios import Scenario, load_pack
 from cavbench.trace import EpisodeStatus, EventType, StopReason
@@ -258,3 +265,14 @@ def test_no_model_output_crashes_the_episode(calls: list[tuple[str, str]]) -> No
     assert trace.error is None
     assert trace.status is EpisodeStatus.COMPLETED
     assert len(texts) == len(calls)
+
+
+def test_cost_comes_from_the_price_table_and_is_null_without_one() -> None:
+    turn = REPORT.model_copy(
+        update={"usage": Usage(prompt_tokens=1_000, completion_tokens=100, cached_tokens=400)}
+    )
+    priced, _ = _run([turn], price=Price(input=2.0, output=8.0, cached_input=1.0))
+    unpriced, _ = _run([turn])
+    assert priced.agent.cost_usd == pytest.approx((600 * 2.0 + 400 * 1.0 + 100 * 8.0) / 1e6)
+    assert priced.agent.calls[0].cost_usd == priced.agent.cost_usd
+    assert unpriced.agent.cost_usd is None

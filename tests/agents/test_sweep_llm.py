@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis import BootstrapConfig
+from cavbench.cli import main
 from cavbench.models.fake_server import FakeChatServer, FakeReply, completion
 from cavbench.study import compose, run_cell
 from cavbench.tables import Table, cell_dirs, collect, read_cell_manifest, recompute
@@ -119,9 +120,16 @@ def test_infra_errors_are_counted_and_the_cell_reruns_on_resume(tmp_path: Path) 
 
 
 @pytest.mark.slow
-def test_analyze_leaves_infra_errors_out_of_rates_and_reports_usage(tmp_path: Path) -> None:
+def test_analyze_leaves_infra_errors_out_of_rates_and_reports_usage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with FakeChatServer(_flaky({"MK-02": True})) as server:
         run_cell(_config(tmp_path, *_endpoint(server)))
+    args = ["analyze", str(tmp_path / "llm"), "--out", str(tmp_path / "cli"), "--resamples", "200"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "Model usage (infra_error episodes are excluded" in printed
+    assert "infra_errors" in printed
     analysed = run_analyze(
         tmp_path / "llm",
         tmp_path / "analysis",
