@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cavbench.agents._adapter import Budgets, LLMAdapter
+from cavbench.agents._render import Renderer
 from cavbench.agents._tools import OpIdSource
 from cavbench.errors import ConfigError
 from cavbench.models import ModelConfig, build_model
@@ -20,6 +21,7 @@ def llm_adapter(
     max_tokens: int | None = 200_000,
     wall_clock_s: float | None = 600.0,
     op_ids: str = OpIdSource.MODEL.value,
+    wording: Mapping[str, str] | None = None,
 ) -> LLMAdapter:
     """An `LLMAdapter` over the configured model (see docs/llm-agents.md)."""
     config = ModelConfig.parse(model)
@@ -29,6 +31,13 @@ def llm_adapter(
         raise ConfigError(
             f"adapter.factory.op_ids={op_ids!r}: must be 'model' or 'adapter'"
         ) from None
+    fields = set(Renderer.__dataclass_fields__)
+    unknown = sorted(set(wording or {}) - fields)
+    if unknown:
+        raise ConfigError(
+            f"adapter.factory.wording: unknown template(s) {unknown} (known: {sorted(fields)})"
+        )
+    renderer = Renderer(**dict(wording or {}))
     if max_turns < 1:
         raise ConfigError(f"adapter.factory.max_turns={max_turns}: must be at least 1")
     settings = (
@@ -41,5 +50,6 @@ def llm_adapter(
         settings=settings,
         budgets=Budgets(max_turns=max_turns, max_tokens=max_tokens, wall_clock_s=wall_clock_s),
         op_ids=source,
+        renderer=renderer,
         price=config.price,
     )

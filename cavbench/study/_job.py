@@ -313,9 +313,16 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
         if plan.max_concurrency > 1:
             # I/O-bound adapters (model calls): episodes run in threads; `map` yields in
             # input order, so the tables are the same as a serial run's.
+            # The bar counts finished episodes (map submits all inputs at once).
             with ThreadPoolExecutor(plan.max_concurrency, thread_name_prefix="episode") as pool:
-                for key, trace, verdict in pool.map(one, bar):
-                    tables.add(key, trace, verdict)
+                try:
+                    for key, trace, verdict in pool.map(one, bar.iterable):
+                        tables.add(key, trace, verdict)
+                        bar.update()
+                except BaseException:
+                    pool.shutdown(wait=True, cancel_futures=True)  # a failed job stops now
+                    raise
+            bar.close()
         else:
             for item in bar:
                 tables.add(*one(item))

@@ -11,7 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cavbench.agents import UNREPORTED, Budgets, LLMAdapter, OpIdSource, ToolErrorKind
+from cavbench.agents import (
+    UNREPORTED,
+    Budgets,
+    LLMAdapter,
+    OpIdSource,
+    Renderer,
+    ToolErrorKind,
+)
 from cavbench.evaluation import evaluate
 from cavbench.models import (
     AssistantTurn,
@@ -276,3 +283,14 @@ def test_cost_comes_from_the_price_table_and_is_null_without_one() -> None:
     assert priced.agent.cost_usd == pytest.approx((600 * 2.0 + 400 * 1.0 + 100 * 8.0) / 1e6)
     assert priced.agent.calls[0].cost_usd == priced.agent.cost_usd
     assert unpriced.agent.cost_usd is None
+
+
+def test_the_wording_of_results_and_errors_comes_from_the_renderer() -> None:
+    renderer = Renderer(error="E:{kind}:{tool}", result="R:{tool}:{payload}")
+    turn = scripted_turn(
+        None,
+        [_call("nope", {}), _call("get_payment", {"payment_id": "P-9001"})],
+    )
+    _, texts = _run([turn, REPORT], renderer=renderer)
+    assert texts[0] == "E:unknown_tool:nope"
+    assert texts[1].startswith('R:get_payment:{"data":')

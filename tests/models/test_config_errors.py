@@ -72,6 +72,11 @@ def test_bad_adapter_options_are_config_errors() -> None:
         llm_adapter(
             {"kind": "scripted", "function": "tests.agents.scripts:probe_then_report"}, op_ids="x"
         )
+    with pytest.raises(ConfigError, match="unknown template"):
+        llm_adapter(
+            {"kind": "scripted", "function": "tests.agents.scripts:probe_then_report"},
+            wording={"sytem": "x"},
+        )
     with pytest.raises(ConfigError, match="max_turns=0"):
         llm_adapter(
             {"kind": "scripted", "function": "tests.agents.scripts:probe_then_report"}, max_turns=0
