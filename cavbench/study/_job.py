@@ -249,10 +249,11 @@ def run_cell(cfg: DictConfig) -> CellResult:
         log.error("%s: FAILED (traceback in %s)", plan.cell, directory / TRACEBACK_NAME)
         raise
     log.info(
-        "%s: COMPLETE, %d episodes (%d adapter errors)",
+        "%s: COMPLETE, %d episodes (%d adapter errors, %d infra errors)",
         plan.cell,
         manifest.n_episodes,
         manifest.n_errors,
+        manifest.n_infra_errors,
     )
     return CellResult(
         plan.cell, str(directory), manifest.status, False, manifest.n_episodes, manifest.n_errors
