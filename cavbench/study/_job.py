@@ -1,4 +1,4 @@
-"""One Hydra job = one cell: run its episodes, write its six tables and its manifest.
+"""One Hydra job = one cell: run its episodes, write its tables and its manifest.
 
 Order of writes, so that nothing half done is ever read as done:
 

@@ -139,7 +139,7 @@ def _version_of(resource: JSON) -> int | None:
 
 
 class CellTables:
-    """Accumulates the six tables of one cell, column by column."""
+    """Accumulates the tables of one cell, column by column."""
 
     def __init__(self, context: CellContext) -> None:
         self.context = context
