@@ -108,9 +108,13 @@ def paired_permutation_p(
 
     >>> paired_permutation_p(np.array([1.0] * 5 + [0.0] * 35), np.zeros(40))
     0.0625
+    >>> paired_permutation_p(np.array([1.0, 0.0]), np.zeros(2))  # one differing task
+    1.0
     """
     differs = left != right
-    if not differs.any():
+    if differs.sum() < 2:
+        # Zero or one differing task: every sign flip gives the same |mean|, so p = 1
+        # (and scipy refuses a sample of one).
         return 1.0
     kwargs: dict[str, object] = {"n_resamples": n_resamples, "permutation_type": "samples"}
     rng = np.random.default_rng(seed)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -119,11 +120,15 @@ class _Read:
     skipped: tuple[str, ...]
 
 
-def _read_jobs(root: Path, name: str, skip_incomplete: bool) -> _Read:
+def _read_jobs(
+    root: Path, name: str, skip_incomplete: bool, only: frozenset[Path] | None = None
+) -> _Read:
     files = sorted(
         p
         for p in root.rglob(f"{name}.parquet")
-        if p.is_file() and COLLECTED not in p.relative_to(root).parts
+        if p.is_file()
+        and COLLECTED not in p.relative_to(root).parts
+        and (only is None or p.parent in only)
     )
     if not files:
         raise SweepNotFoundError(
@@ -141,7 +146,7 @@ def _read_jobs(root: Path, name: str, skip_incomplete: bool) -> _Read:
             if not skip_incomplete:
                 raise SweepNotFoundError(
                     f"{path.parent / MANIFEST}: job status is {status}, not {COMPLETE} (fix: "
-                    "finish or re-run the sweep, or pass --skip-incomplete to leave the job out)"
+                    "finish or re-run the sweep, or pass --allow-incomplete to leave the job out)"
                 )
             skipped.append(cell)
             continue
@@ -162,11 +167,18 @@ def _read_jobs(root: Path, name: str, skip_incomplete: bool) -> _Read:
     return _Read(frame, tuple(kept), Layout.JOBS, tuple(manifests), tuple(skipped))
 
 
-def read_table(root: Path, name: str, *, skip_incomplete: bool = False) -> _Read:
+def read_table(
+    root: Path,
+    name: str,
+    *,
+    skip_incomplete: bool = False,
+    cells: Sequence[Path] | None = None,
+) -> _Read:
     """Read table ``name`` of a sweep (collected, single folder, or job folders, in that order).
 
     Raises :class:`SweepNotFoundError` when the table is nowhere, or when a job folder's
-    manifest says it did not complete (unless ``skip_incomplete``).
+    manifest says it did not complete (unless ``skip_incomplete``). ``cells``, when given,
+    are the only job folders read (the ones a caller has verified).
     """
     root = Path(root)
     if not root.is_dir():
@@ -174,25 +186,34 @@ def read_table(root: Path, name: str, *, skip_incomplete: bool = False) -> _Read
             f"{root}: not a directory (fix: pass the sweep's output directory, the one holding "
             f"the job folders or {COLLECTED}/)"
         )
+    only = None if cells is None else frozenset(Path(c) for c in cells)
     for folder, layout in ((root / COLLECTED, Layout.COLLECTED), (root, Layout.SINGLE)):
+        if only is not None:
+            break
         path = folder / f"{name}.parquet"
         if path.is_file():
             manifest = _manifest(folder)
             return _Read(
                 pl.read_parquet(path), (path,), layout, () if manifest is None else (manifest,), ()
             )
-    return _read_jobs(root, name, skip_incomplete)
+    return _read_jobs(root, name, skip_incomplete, only)
 
 
 def read_sweep(
-    root: Path | str, *, with_verdicts: bool = True, skip_incomplete: bool = False
+    root: Path | str,
+    *,
+    with_verdicts: bool = True,
+    skip_incomplete: bool = False,
+    cells: Sequence[Path] | None = None,
 ) -> SweepTables:
     """Read and check a sweep's `episodes` (and `verdicts`, when present) tables.
+
+    ``cells``: read only these job folders (the ones `cavbench.tables.verify_sweep` passed).
 
     The table contract's columns are type-checked, and episode ids must be unique.
     """
     root = Path(root)
-    read = read_table(root, "episodes", skip_incomplete=skip_incomplete)
+    read = read_table(root, "episodes", skip_incomplete=skip_incomplete, cells=cells)
     episodes = read.frame
     source = str(read.files[0] if len(read.files) == 1 else root / "**" / "episodes.parquet")
     needed = {
@@ -212,7 +233,7 @@ def read_sweep(
     verdicts: pl.DataFrame | None = None
     if with_verdicts:
         try:
-            vread = read_table(root, "verdicts", skip_incomplete=skip_incomplete)
+            vread = read_table(root, "verdicts", skip_incomplete=skip_incomplete, cells=cells)
         except SweepNotFoundError:
             verdicts = None
         else:

@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import cavbench
-from cavbench.adapters import BASELINE_PROFILES, Profile, baseline
+from cavbench.adapters import (
+    BASELINE_PROFILES,
+    ExecutionAdapter,
+    Profile,
+    baseline,
+    load_adapter,
+)
 from cavbench.errors import CavBenchError, ConfigError, SelectionError
 from cavbench.evaluation import RateCounts, ScoringRule, summarize
 from cavbench.reports import RunInfo, read_run, run_dirs, write_ablation_summary, write_run
@@ -86,16 +92,18 @@ class ProfileRun:
 
 
 def _profiles_run(
-    args: argparse.Namespace, profiles: Sequence[Profile], argv: Sequence[str]
-) -> dict[Profile, ProfileRun]:
+    args: argparse.Namespace,
+    contenders: Sequence[tuple[str, ExecutionAdapter]],
+    argv: Sequence[str],
+) -> dict[str, ProfileRun]:
+    """Run each (label, adapter) on the selected pack; label = profile or adapter name."""
     pack = load_pack(args.pack)
     rule = ScoringRule(args.rule)
     select(pack, args.scenario, args.family)  # fail fast on a bad selection
-    out: dict[Profile, ProfileRun] = {}
-    for profile in profiles:
-        adapter = baseline(profile)
+    out: dict[str, ProfileRun] = {}
+    for label, adapter in contenders:
         run_id = _run_id(
-            profile.value, pack.pack_id, args.seed, rule, args.scenario or (), args.family or ()
+            label, pack.pack_id, args.seed, rule, args.scenario or (), args.family or ()
         )
         episodes = run_episodes(
             pack,
@@ -106,13 +114,25 @@ def _profiles_run(
             rule=rule,
             run_id=run_id,
         )
-        out[profile] = ProfileRun(run_id, episodes)
+        out[label] = ProfileRun(run_id, episodes)
         if args.output is not None:
             info = RunInfo(
                 run_id, pack, adapter.name, adapter.version, args.seed, rule, _command(argv)
             )
             write_run(Path(args.output), info, episodes)
     return out
+
+
+def _custom(args: argparse.Namespace) -> list[tuple[str, ExecutionAdapter]]:
+    if not args.adapter:
+        return []
+    adapter = load_adapter(args.adapter)
+    if str(adapter.name) in {p.value for p in BASELINE_PROFILES}:
+        raise ConfigError(
+            f"--adapter {args.adapter!r}: its name {adapter.name!r} is a baseline profile's "
+            "(fix: give your adapter its own name)"
+        )
+    return [(str(adapter.name), adapter)]
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -144,8 +164,8 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     threshold = args.fail_on_cvsr_below
     if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise ConfigError(f"--fail-on-cvsr-below must be between 0 and 1, got {threshold}")
-    profile = Profile(args.profile)
-    run = _profiles_run(args, [profile], argv)[profile]
+    contenders = _custom(args) or [(args.profile, baseline(Profile(args.profile)))]
+    run = _profiles_run(args, contenders, argv)[contenders[0][0]]
     counts = summarize(e.verdict for e in run.episodes).overall
     if args.output is not None:
         print(
@@ -159,7 +179,7 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return EXIT_OK
 
 
-def _table(results: dict[Profile, list[Episode]]) -> str:
+def _table(results: dict[str, list[Episode]]) -> str:
     """The headline table: rates per profile and CVSR per family."""
     families = sorted({e.scenario.family for eps in results.values() for e in eps})
     head = f"{'profile':<16} {'n':>4} {'OSR':>6} {'PAOSR':>6} {'CVSR':>6} {'VG':>6} {'PAVG':>6}"
@@ -168,20 +188,21 @@ def _table(results: dict[Profile, list[Episode]]) -> str:
     for profile, episodes in results.items():
         m = summarize(e.verdict for e in episodes)
         c = m.overall
-        line = f"{profile.value:<16} {c.n:>4} {c.osr:>6.3f} {c.paosr:>6.3f} {c.cvsr:>6.3f} {c.vg:>6.3f} {c.pavg:>6.3f}"
+        line = f"{profile:<16} {c.n:>4} {c.osr:>6.3f} {c.paosr:>6.3f} {c.cvsr:>6.3f} {c.vg:>6.3f} {c.pavg:>6.3f}"
         line += "".join(f" {m.by_family.get(f, RateCounts()).cvsr:>8.3f}" for f in families)
         lines.append(line)
     return "\n".join(lines)
 
 
 def cmd_ablate(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    runs = _profiles_run(args, list(BASELINE_PROFILES), argv)
-    results = {p: r.episodes for p, r in runs.items()}
+    contenders = [(p.value, baseline(p)) for p in BASELINE_PROFILES] + _custom(args)
+    runs = _profiles_run(args, contenders, argv)
+    results = {p: r.episodes for p, r in runs.items()}  # canonical profile order, then yours
     if args.output is not None:
         write_ablation_summary(
             Path(args.output),
             {
-                p.value: (r.run_id, summarize(e.verdict for e in r.episodes).overall)
+                p: (r.run_id, summarize(e.verdict for e in r.episodes).overall)
                 for p, r in runs.items()
             },
         )
@@ -192,7 +213,7 @@ def cmd_ablate(args: argparse.Namespace, argv: Sequence[str]) -> int:
         writer.writeheader()
         for profile, episodes in results.items():
             for episode in episodes:
-                row = verdict_row(episode, profile.value)
+                row = verdict_row(episode, profile)
                 writer.writerow(
                     {k: str(v).lower() if isinstance(v, bool) else v for k, v in row.items()}
                 )
@@ -201,7 +222,7 @@ def cmd_ablate(args: argparse.Namespace, argv: Sequence[str]) -> int:
         data: dict[str, Any] = {}
         for profile, episodes in results.items():
             m = summarize(e.verdict for e in episodes)
-            data[profile.value] = {
+            data[profile] = {
                 "overall": m.overall.as_json(),
                 "counts": {
                     "n": m.overall.n,
@@ -210,9 +231,11 @@ def cmd_ablate(args: argparse.Namespace, argv: Sequence[str]) -> int:
                     "commit_valid": m.overall.commit_valid,
                 },
                 "by_family": {f.value: c.as_json() for f, c in m.by_family.items()},
-                "episodes": [verdict_row(e, profile.value) for e in episodes],
+                "episodes": [verdict_row(e, profile) for e in episodes],
             }
-        print(json.dumps(data, indent=2, sort_keys=True))
+        # Profiles in their canonical order (not alphabetical); keys inside each sorted.
+        ordered = {p: json.loads(json.dumps(v, sort_keys=True)) for p, v in data.items()}
+        print(json.dumps(ordered, indent=2))
     else:
         print(_table(results))
     return EXIT_OK
@@ -261,18 +284,38 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_OK if differ == 0 else EXIT_ERROR
 
 
+def _report_order(name: str) -> tuple[int, str]:
+    """Runs of an ablation in the canonical profile order, other runs after, by name."""
+    for index, profile in enumerate(BASELINE_PROFILES):
+        if name.startswith(profile.value + "-"):
+            return index, name
+    return len(BASELINE_PROFILES), name
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """Print the metrics of a run directory, or of every run in an ablation directory."""
     target = Path(args.target)
     summaries: dict[str, Any] = {}
-    for run_dir in run_dirs(target):
+    for run_dir in sorted(run_dirs(target), key=lambda d: _report_order(d.name)):
         summary_file = run_dir / "summary.json"
         if not summary_file.is_file():
             raise CavBenchError(
                 f"{summary_file} not found (fix: point at a directory written by `cavbench run` or `ablate`)"
             )
         summaries[run_dir.name] = json.loads(summary_file.read_text(encoding="utf-8"))["metrics"]
-    print(json.dumps(summaries, indent=2, sort_keys=True))
+    if args.format == "json":
+        print(json.dumps(summaries, indent=2))
+        return EXIT_OK
+    width = max(len("run"), *(len(name) for name in summaries))
+    head = f"{'run':<{width}} {'n':>4} {'OSR':>6} {'PAOSR':>6} {'CVSR':>6} {'VG':>6} {'PAVG':>6}"
+    lines = [head, "-" * len(head)]
+    for name, metrics in summaries.items():
+        o = metrics["overall"]
+        lines.append(
+            f"{name:<{width}} {o['n']:>4} {o['OSR']:>6.3f} {o['PAOSR']:>6.3f} "
+            f"{o['CVSR']:>6.3f} {o['VG']:>6.3f} {o['PAVG']:>6.3f}"
+        )
+    print("\n".join(lines))
     return EXIT_OK
 
 
@@ -289,6 +332,13 @@ def _selection_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scenario", action="append", help="scenario id (repeatable)")
     p.add_argument("--family", action="append", help="scenario family (repeatable)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--adapter",
+        default=None,
+        metavar="MODULE:FACTORY",
+        help="your own adapter: FACTORY() in MODULE returns an ExecutionAdapter (run: instead "
+        "of --profile; ablate: beside the five profiles)",
+    )
     p.add_argument(
         "--rule",
         default=ScoringRule.V1.value,
@@ -351,6 +401,12 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="print the metrics of a run or ablation directory")
     p.add_argument("target", help="a run directory or an ablation directory")
+    p.add_argument(
+        "--format",
+        default="table",
+        choices=["table", "json"],
+        help="a readable table (default) or the metrics as JSON",
+    )
     p.set_defaults(func=cmd_report)
 
     for module_name in EXTENSIONS:

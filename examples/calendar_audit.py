@@ -22,20 +22,22 @@ fails INV-3, and the command exits 2.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from typing import Any
 
-from cavbench.audit import Action, ActionKind, Component, Probe, ScoreResult, StateDigest
+from cavbench.audit import (
+    Action,
+    ActionKind,
+    Component,
+    Probe,
+    ScoreResult,
+    StateDigest,
+    digest_of,
+)
 from examples.calendar_bench import TASKS, CalendarEnv, Grader
 
 _BY_ID = {t["id"]: t for t in TASKS}
 _CLOSE = Action("stop", {}, ActionKind.CLOSE)
-
-
-def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:32]
 
 
 class CalendarTarget:
@@ -78,8 +80,8 @@ class CalendarTarget:
 
     def read_state(self) -> StateDigest:
         return StateDigest(
-            world=_digest(self._env.db),
-            log=tuple(_digest(list(step)) for step in self._env.history),
+            world=digest_of(self._env.db),
+            log=tuple(digest_of(list(step)) for step in self._env.history),
         )
 
     def arm_fault(self, probe: Probe) -> None:

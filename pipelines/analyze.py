@@ -15,12 +15,13 @@ The computing half (:func:`compute_analysis`) is shared with :mod:`pipelines.pap
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -65,6 +66,7 @@ from analysis._errors import AnalysisConfigError
 from analysis._figures import round_numbers
 from analysis._frames import UNPOOLABLE_COLUMNS, check_single_valued, ordered_levels
 from cavbench.provenance import environment_facts
+from cavbench.tables import SweepLayout, verify_sweep
 
 ANALYSIS_MANIFEST = "analysis_manifest.json"
 FIGURES = "figures"
@@ -76,6 +78,7 @@ class AnalyzeOptions:
     """Everything that changes the numbers of an analysis (all recorded in the manifest)."""
 
     group_by: tuple[str, ...] = ("profile",)
+    """Columns the metrics are grouped by; empty: chosen from the data (`default_group_by`)."""
     where: tuple[tuple[str, str], ...] = ()
     """``(column, value)`` filters applied first (values compared as text)."""
     bootstrap: BootstrapConfig = DEFAULT_CONFIG
@@ -86,11 +89,50 @@ class AnalyzeOptions:
     permutation_resamples: int = 9_999
     pass_k_flag: SuccessFlag = SuccessFlag.COMMIT_VALID
     formats: tuple[FigureFormat, ...] = tuple(FigureFormat)
-    skip_incomplete: bool = False
+    allow_incomplete: bool = False
+    """Leave out cells that are unfinished or fail their checksums (listed) instead of refusing."""
 
     def __post_init__(self) -> None:
-        if not self.group_by:
-            raise AnalysisConfigError("group_by needs at least one column (e.g. profile)")
+        if isinstance(self.group_by, str):
+            raise AnalysisConfigError("group_by is a tuple of column names, e.g. ('profile',)")
+
+
+SYSTEM = "system"
+"""Derived column naming what acted: the profile for the baseline engine, the adapter's name
+for a custom adapter (`adapter/profile` for a custom adapter that takes a profile)."""
+
+
+def default_group_by(episodes: pl.DataFrame) -> tuple[str, ...]:
+    """`profile` for the baseline profiles; `adapter` when only the adapters differ (custom
+    adapters' cells carry profile `none`); the derived `system` column when both vary (the
+    baseline profiles beside custom adapters), so each is one level of one contrast.
+
+    >>> default_group_by(pl.DataFrame({"adapter": ["baseline", "mine"], "profile": ["direct", "none"]}))
+    ('system',)
+    """
+    varying = [
+        c for c in ("adapter", "profile") if c in episodes.schema and episodes[c].n_unique() > 1
+    ]
+    if varying == ["adapter"]:
+        return ("adapter",)
+    if varying == ["adapter", "profile"] and SYSTEM not in episodes.schema:
+        return (SYSTEM,)
+    if varying == ["adapter", "profile"]:
+        return ("adapter", "profile")
+    return ("profile",)
+
+
+def with_system(episodes: pl.DataFrame) -> pl.DataFrame:
+    """`episodes` with the derived `system` column (see `SYSTEM`)."""
+    adapter, profile = pl.col("adapter"), pl.col("profile")
+    return episodes.with_columns(
+        pl.when(adapter == "baseline")
+        .then(profile)
+        .when(profile == "none")
+        .then(adapter)
+        .otherwise(pl.concat_str([adapter, profile], separator="/"))
+        .alias(SYSTEM)
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -161,19 +203,25 @@ def compute_analysis(
     *,
     factor_columns: Sequence[str] = (),
     caption: str = "Headline metrics per profile.",
+    on_stage: Callable[[str], None] = lambda _stage: None,
 ) -> AnalysisBundle:
-    """Run every analysis over the tables (no file is read or written)."""
+    """Run every analysis over the tables (no file is read or written). ``on_stage`` is told
+    the name of each stage as it starts (progress)."""
     episodes = apply_filters(episodes, options.where)
-    group_by = options.group_by
+    group_by = options.group_by or default_group_by(episodes)
+    if SYSTEM in group_by and SYSTEM not in episodes.schema:
+        episodes = with_system(episodes)
     usage = usage_summary(episodes, group_by)
     episodes = rated_episodes(episodes)  # infra errors say nothing about the agent
     if episodes.is_empty():
         raise AnalysisConfigError("every selected episode is an infra_error; nothing to rate")
     check_single_valued(episodes, [*UNPOOLABLE_COLUMNS, *factor_columns], group_by)
     config = options.bootstrap
+    on_stage("headline intervals")
     metrics = headline_metrics(episodes, group_by, config, small_n=options.small_n)
     family_metrics: pl.DataFrame | None = None
     if "family" not in group_by and "family" in episodes.schema:
+        on_stage("per-family intervals")
         by_family = BootstrapConfig(
             n_resamples=config.n_resamples,
             seed=config.seed,
@@ -187,6 +235,7 @@ def compute_analysis(
     factor, within = _contrast_factor(group_by)
     contrasts: ContrastsResult | None = None
     if len(ordered_levels(episodes, factor)) >= 2:
+        on_stage("paired contrasts")
         contrasts = paired_contrasts(
             episodes,
             factor=factor,
@@ -196,6 +245,7 @@ def compute_analysis(
             config=config,
             permutation_resamples=options.permutation_resamples,
         )
+    on_stage("pass^k and breakdowns")
     pass_k = pass_hat_k(episodes, group_by, flag=options.pass_k_flag, config=config)
     failure_codes = failure_code_breakdown(episodes, group_by)
     dimensions = None
@@ -210,6 +260,7 @@ def compute_analysis(
     contrasts_report = (
         None if contrasts is None else contrasts_table(contrasts.frame, contrasts.note, config)
     )
+    on_stage("figures")
     plots = [
         validity_gap_figure(metrics.frame, group_by),
         osr_cvsr_dumbbell(metrics.frame, group_by),
@@ -299,7 +350,7 @@ class AnalysisManifest(BaseModel):
     """How the inputs were laid out: ``collected``, ``jobs`` or ``single``."""
     inputs: tuple[FileRecord, ...]
     skipped_cells: tuple[str, ...] = ()
-    """Job folders left out because they did not complete (``--skip-incomplete``)."""
+    """Cells left out because they were unfinished or damaged (``--allow-incomplete``)."""
     factor_columns: tuple[str, ...] = ()
     parameters: AnalysisParameters
     library_versions: dict[str, str]
@@ -409,14 +460,44 @@ def run_analyze(
     sweep_dir: Path,
     out: Path,
     options: AnalyzeOptions = AnalyzeOptions(),
+    *,
+    verify: bool = True,
+    on_stage: Callable[[str], None] = lambda _stage: None,
 ) -> AnalyzeResult:
-    """Read a sweep, analyse it and write every output into ``out`` atomically."""
+    """Verify a sweep like `collect` does, read it, analyse it and write every output into
+    ``out`` atomically.
+
+    Unfinished or damaged cells, tables without a manifest and a stale ``collected/`` raise
+    `SweepError` naming the command to run (``options.allow_incomplete`` leaves such cells
+    out instead). ``verify=False`` reads tables that carry no cavbench manifest at all
+    (synthetic tables in tests); the CLI always verifies.
+    """
     sweep_dir, out = Path(sweep_dir), Path(out)
     check_replaceable(out, owner_file=ANALYSIS_MANIFEST)
-    tables = read_sweep(sweep_dir, skip_incomplete=options.skip_incomplete)
+    left_out: tuple[str, ...] = ()
+    if verify:
+        on_stage("verify checksums")
+        verified = verify_sweep(sweep_dir, allow_incomplete=options.allow_incomplete)
+        left_out = tuple(cell for cell, _ in verified.left_out)
+        cells = verified.cells if verified.layout is SweepLayout.CELLS else None
+        on_stage("read tables")
+        tables = read_sweep(verified.read_from if cells is None else sweep_dir, cells=cells)
+    else:
+        on_stage("read tables")
+        tables = read_sweep(sweep_dir, skip_incomplete=options.allow_incomplete)
+        left_out = tables.skipped_cells
+    if not options.group_by:
+        chosen = default_group_by(apply_filters(tables.episodes, options.where))
+        options = dataclasses.replace(options, group_by=chosen)
+        on_stage(f"grouping by {','.join(chosen)}")
     bundle = compute_analysis(
-        tables.episodes, tables.verdicts, options, factor_columns=tables.factor_columns
+        tables.episodes,
+        tables.verdicts,
+        options,
+        factor_columns=tables.factor_columns,
+        on_stage=on_stage,
     )
+    on_stage("write outputs")
     staging = _staging(out)
     try:
         written = write_bundle(bundle, staging, table_format="parquet")
@@ -424,11 +505,11 @@ def run_analyze(
         manifest = AnalysisManifest(
             layout=str(tables.layout),
             inputs=file_records([s.path for s in tables.sources], sweep_dir),
-            skipped_cells=tables.skipped_cells,
+            skipped_cells=left_out,
             factor_columns=tables.factor_columns,
             parameters=AnalysisParameters.of(options),
             library_versions=library_versions(),
-            provenance={k: facts[k] for k in ("cavbench_version", "git_commit")},
+            provenance={k: facts[k] for k in ("cavbench_version", "git_commit", "git_dirty")},
             outputs=file_records(written, staging),
         )
         (staging / ANALYSIS_MANIFEST).write_text(manifest_json(manifest), encoding="utf-8")
@@ -450,6 +531,8 @@ __all__ = [
     "apply_filters",
     "check_replaceable",
     "compute_analysis",
+    "default_group_by",
+    "with_system",
     "file_records",
     "library_versions",
     "manifest_json",

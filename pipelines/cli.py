@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -58,6 +60,19 @@ def _positive(text: str) -> int:
     return value
 
 
+def _stage_printer(quiet: bool) -> Callable[[str], None]:
+    """One stderr line per analysis stage, with the seconds since the start (progress)."""
+    start = time.monotonic()
+
+    def show(stage: str) -> None:
+        if not quiet:
+            print(
+                f"analyze [{time.monotonic() - start:5.1f}s] {stage}", file=sys.stderr, flush=True
+            )
+
+    return show
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Analyse a sweep; print the headline table; write everything to --out."""
     try:
@@ -77,9 +92,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             permutation_resamples=args.permutation_resamples,
             pass_k_flag=SuccessFlag(args.pass_k_flag),
             formats=args.figure_formats,
-            skip_incomplete=args.skip_incomplete,
+            allow_incomplete=args.allow_incomplete,
         )
-        result = run_analyze(args.sweep_dir, args.out, options)
+        result = run_analyze(args.sweep_dir, args.out, options, on_stage=_stage_printer(args.quiet))
     except CavBenchError as error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 1
@@ -92,8 +107,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print("Model usage (infra_error episodes are excluded from the rates above):")
         with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True):
             print(usage)
-    for cell in result.tables.skipped_cells:
-        print(f"warning: left out incomplete job {cell}", file=sys.stderr)
+    for cell in result.manifest.skipped_cells:
+        print(f"warning: left out incomplete or damaged cell {cell}", file=sys.stderr)
     print(
         f"wrote {len(result.manifest.outputs) + 1} files to {result.out} "
         f"(manifest: {result.out / 'analysis_manifest.json'})"
@@ -107,14 +122,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "analyze",
         help="metrics with task-clustered intervals, contrasts, pass^k, figures for a sweep",
         description=(
-            "Read a sweep's episodes/verdicts tables (collected/ if present, else the job "
-            "folders) and write metrics (Parquet), report tables (Markdown, LaTeX), figures "
+            "Verify a sweep like `cavbench collect` does (every cell COMPLETE, every table "
+            "matching its manifest's checksum, collected/ not stale), read its episodes/verdicts "
+            "tables (collected/ if present, else the cell folders) and write metrics (Parquet), report tables (Markdown, LaTeX), figures "
             "and an analysis manifest to --out. Prints the headline table."
         ),
     )
     p.add_argument("sweep_dir", type=Path, help="sweep output directory (or a folder of tables)")
     p.add_argument("--out", type=Path, required=True, help="output directory (replaced)")
-    p.add_argument("--group-by", type=_csv, default=("profile",), help="comma list (profile)")
+    p.add_argument(
+        "--group-by",
+        type=_csv,
+        default=(),
+        help="comma list of columns (default: profile; adapter for custom adapters' cells, "
+        "which carry profile=none; adapter,profile when both vary)",
+    )
     p.add_argument(
         "--where",
         type=_where,
@@ -155,10 +177,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="figure formats to write (all three by default)",
     )
     p.add_argument(
-        "--skip-incomplete",
+        "--allow-incomplete",
         action="store_true",
-        help="leave out job folders whose manifest is not COMPLETE (default: refuse)",
+        help="leave out (and list) cells that are unfinished or fail their checksums, and read "
+        "the cell folders when collected/ is stale (default: refuse)",
     )
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines (for CI)")
     p.set_defaults(func=cmd_analyze)
 
     f = subparsers.add_parser(

@@ -9,11 +9,17 @@ contrasts table), and ``manifest.json`` with the checksums of inputs and outputs
 runs and nothing touches the network. The default paths are relative to the working
 directory: run it from the repository root (or pass ``--artifacts`` and ``--out``).
 
+The frozen tables are verified first, every table against the row count and content
+checksum its ``manifest.json`` records (``cavbench.tables.verify_sweep``), so a truncated,
+deleted or edited input fails before anything is computed.
+
 ``--check`` regenerates into a temporary directory and compares with the committed
-``artifacts/paper/``: numbers (CSV, Markdown, LaTeX, the manifest's inputs and parameters)
-must match exactly; figures must match byte for byte, or, where the bytes differ, the PNG
-must match within a pixel tolerance (a different matplotlib or FreeType build can move an
-antialiased edge without changing a number). Exit status 1 on any difference.
+``artifacts/paper/``: every text file (CSV, Markdown, LaTeX, SVG, JSON; of the manifest, its
+inputs, parameters and layout) must match exactly, so an edited number or figure label fails; a raster image
+(PNG) whose bytes differ may match within a pixel tolerance (a different matplotlib or
+FreeType build can move an antialiased edge without changing a number), and a PDF whose
+bytes differ passes only when its figure's SVG is identical and its PNG within tolerance.
+``--strict`` requires every file byte for byte. Exit status 1 on any difference.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import polars as pl
 from analysis import read_sweep, sha256_file
 from analysis._errors import AnalysisConfigError
 from cavbench.errors import CavBenchError
+from cavbench.tables import verify_sweep
 from pipelines.analyze import (
     AnalysisManifest,
     AnalysisParameters,
@@ -51,8 +58,10 @@ DEFAULT_OUT = Path("artifacts/paper")
 PAPER_MANIFEST = "manifest.json"
 PNG_TOLERANCE = 2.0
 """RMS pixel difference (0-255 scale, as `matplotlib.testing.compare`) a PNG may show."""
-EXACT_SUFFIXES = frozenset({".csv", ".md", ".tex"})
-FIGURE_SUFFIXES = frozenset({".svg", ".pdf", ".png"})
+EXACT_SUFFIXES = frozenset({".csv", ".md", ".tex", ".svg", ".json"})
+"""Text formats: compared byte for byte, never with a tolerance."""
+RASTER_SUFFIXES = frozenset({".png", ".pdf"})
+"""Binary figure formats whose bytes may differ across builds (see `compare_outputs`)."""
 PAPER_OPTIONS = AnalyzeOptions()
 """The paper uses `cavbench analyze`'s defaults, so either command gives the same numbers."""
 
@@ -66,11 +75,18 @@ def _caption(episodes: pl.DataFrame) -> str:
     )
 
 
-def regenerate(artifacts: Path, out: Path) -> AnalysisManifest:
-    """Recompute every paper figure and table from ``artifacts`` into ``out`` (replaced)."""
+def regenerate(artifacts: Path, out: Path, *, verify: bool = True) -> AnalysisManifest:
+    """Recompute every paper figure and table from ``artifacts`` into ``out`` (replaced).
+
+    The inputs are verified against their manifest's checksums first (``verify=False`` only
+    for synthetic tables that carry no cavbench manifest, in tests)."""
     artifacts, out = Path(artifacts), Path(out)
     check_replaceable(out, owner_file=PAPER_MANIFEST)
-    tables = read_sweep(artifacts)
+    if verify:
+        verified = verify_sweep(artifacts)
+        tables = read_sweep(verified.read_from, cells=verified.cells or None)
+    else:
+        tables = read_sweep(artifacts)
     bundle = compute_analysis(
         tables.episodes,
         tables.verdicts,
@@ -199,13 +215,17 @@ def compare_outputs(
         suffix = Path(rel).suffix
         if same:
             results.append(FileComparison(rel, Verdict.IDENTICAL))
-        elif suffix in FIGURE_SUFFIXES and not strict:
+        elif suffix in RASTER_SUFFIXES and not strict:
             figure_bytes.setdefault(str(Path(rel).with_suffix("")), []).append(rel)
         else:
-            results.append(FileComparison(rel, Verdict.DIFFERENT, "bytes differ"))
+            kind = "text differs" if suffix in EXACT_SUFFIXES else "bytes differ"
+            results.append(FileComparison(rel, Verdict.DIFFERENT, kind))
     for stem, rels in figure_bytes.items():
-        png = f"{stem}.png"
-        if png in old and png in new:
+        png, svg = f"{stem}.png", f"{stem}.svg"
+        svg_differs = svg in old and svg in new and sha256_file(old[svg]) != sha256_file(new[svg])
+        if svg_differs:
+            close, detail = False, f"and {svg} differs"
+        elif png in old and png in new:
             close, detail = _png_close(old[png], new[png], tolerance)
         else:
             close, detail = False, "no PNG to compare"
@@ -226,6 +246,7 @@ def check(
     *,
     tolerance: float = PNG_TOLERANCE,
     strict: bool = False,
+    verify: bool = True,
 ) -> CheckReport:
     """Regenerate into a temporary directory and compare with the committed output."""
     committed = Path(committed)
@@ -236,7 +257,7 @@ def check(
         )
     with tempfile.TemporaryDirectory(prefix="cavbench-paper-check-") as tmp:
         fresh = Path(tmp) / "paper"
-        regenerate(artifacts, fresh)
+        regenerate(artifacts, fresh, verify=verify)
         return compare_outputs(committed, fresh, tolerance=tolerance, strict=strict)
 
 
@@ -262,7 +283,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strict",
         action="store_true",
-        help="with --check, require figures to be byte-identical (no PNG pixel tolerance)",
+        help="with --check, require PNG and PDF figures to be byte-identical too (no tolerance)",
     )
     parser.add_argument(
         "--tolerance",

@@ -10,6 +10,7 @@ from cavbench.adapters._engine import (
     StepStatus,
     baseline,
 )
+from cavbench.adapters._loading import load_adapter
 from cavbench.adapters._protocol import AdapterResult, ExecutionAdapter
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "Profile",
     "StepStatus",
     "baseline",
+    "load_adapter",
 ]

@@ -3,7 +3,9 @@
 An oracle is reached through a four-operation target protocol (:class:`AuditTarget`:
 ``reset``, ``apply``, ``score``, ``read_state``), audited by eight checks (five state
 invariants, three known-answer controls) and challenged with seven injected defect classes.
-See ``docs/audit.md``. The protocol, the kit, the checks and the defect wrappers import
+See ``docs/audit.md``; to audit your own benchmark, ``docs/audit-your-benchmark.md``.
+Everything a target author needs is exported here (``__all__``); the underscored modules
+are not an interface. The protocol, the kit, the checks and the defect wrappers import
 nothing of cavbench's runtime (a test checks it); only the v1 target, the sensitivity
 analysis and the CLI do, and they are loaded when used.
 """
@@ -29,29 +31,40 @@ from cavbench.audit._defects import (
     DEFECT_VARIANTS,
     DefectClassInfo,
     DefectVariant,
+    class_info,
     inject,
     select_variants,
 )
 from cavbench.audit._kit import (
     Domain,
     KitTarget,
+    ListView,
     Oracle,
     OracleEnv,
+    OracleFactory,
     Representation,
+    SharedStarts,
+    StateView,
     World,
     kit_factory,
+    replay,
 )
+from cavbench.audit._load import load_target
 from cavbench.audit._protocol import (
+    JSON,
     Action,
     ActionKind,
     AuditError,
     AuditTarget,
     Component,
     InjectedFault,
+    JSONObject,
     Probe,
     ScoreResult,
     StateDigest,
     TargetFactory,
+    canonical_json,
+    digest_of,
 )
 from cavbench.audit._replay import (
     Agent,
@@ -61,11 +74,22 @@ from cavbench.audit._replay import (
     replay_records,
     summarise,
 )
-from cavbench.audit._targets import OracleVariant, TargetSpec, load_target, shipped_target_names
+from cavbench.audit._spec import OracleVariant, TargetSpec
 from cavbench.audit._vocab import CheckId, CheckStatus, DefectClass, VariantKind
+from cavbench.audit.targets import shipped_target_names
 
 __all__ = [
     "CHECKS",
+    "JSON",
+    "JSONObject",
+    "ListView",
+    "OracleFactory",
+    "SharedStarts",
+    "StateView",
+    "canonical_json",
+    "class_info",
+    "digest_of",
+    "replay",
     "DEFECT_CLASSES",
     "DEFECT_VARIANTS",
     "Action",

@@ -20,6 +20,7 @@ import numpy as np
 
 from cavbench.audit._protocol import (
     Action,
+    ActionKind,
     AuditError,
     AuditTarget,
     InjectedFault,
@@ -40,6 +41,31 @@ class Trajectory(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class ClosedState:
+    """What the closing action does to the state by itself, learnt without scoring: the
+    trajectory, then the closing action applied as an ordinary tool call."""
+
+    world: str
+    effects: str | None
+    added: int
+    """Log entries the closing action added (at least one is always allowed)."""
+    log: tuple[str, ...] = ()
+    """The log after it (its closing entry logged as a tool call, not as the close)."""
+
+    def matches(self, before: StateDigest, after: StateDigest) -> bool:
+        """``after`` is ``before`` plus the closing action's own effect and log entries:
+        the same world, and the log either ``before``'s plus at most ``added`` entries or
+        this log but for one entry (the closing turn, logged with another kind)."""
+        if after.world != self.world or after.effects != self.effects:
+            return False
+        n = len(before.log)
+        if after.log[:n] == before.log and len(after.log) - n <= self.added:
+            return True
+        differ = sum(a != b for a, b in zip(after.log, self.log, strict=False))
+        return len(after.log) == len(self.log) and differ <= 1
+
+
+@dataclass(frozen=True, slots=True)
 class TaskPlan:
     """What the checks need to know about one task, derived without scoring."""
 
@@ -52,6 +78,9 @@ class TaskPlan:
     """The reference ends in another state than the task starts in (its net effect)."""
     near_miss_differs: bool = False
     """The near miss ends in another state than the reference (so it really misses)."""
+    closed: tuple[ClosedState, ...] = ()
+    """For the null, partial and reference trajectory: the state after the closing action's
+    own effect (empty when the task has no closing action)."""
 
     @property
     def partial(self) -> tuple[Action, ...]:
@@ -147,10 +176,24 @@ def plan_audit(
             for action in miss:
                 target.apply(action)
             tp = replace(tp, near_miss_differs=target.read_state().net != before)
+        if tp.closing is not None:
+            tp = replace(tp, closed=tuple(_closed(target, tp, traj) for traj in _TRIO))
         plans.append(tp)
     order = [chosen[i] for i in np.random.default_rng(seed).permutation(len(chosen))]
     pairs = tuple((order[i], order[i + 1]) for i in range(len(order) - 1))[:max_pairs]
     return AuditPlan(tuple(plans), pairs)
+
+
+def _closed(target: AuditTarget, tp: TaskPlan, trajectory: Trajectory) -> ClosedState:
+    """The closing action's own effect, applied as a tool call so that nothing scores."""
+    assert tp.closing is not None
+    target.reset(tp.task)
+    for action in tp.actions(trajectory):
+        target.apply(action)
+    before = len(target.read_state().log)
+    target.apply(replace(tp.closing, kind=ActionKind.TOOL))
+    after = target.read_state()
+    return ClosedState(after.world, after.effects, max(1, len(after.log) - before), after.log)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,23 +224,40 @@ class CheckResult:
     runs: int
     failed_runs: int
     not_applicable_runs: int
+    usable: int = 0
+    """Tasks (INV-3: task pairs) on which at least one run of the check applied."""
+    universe: int = 0
+    """Tasks (INV-3: task pairs) in the audit."""
+    failed_by_raise: int = 0
+    """Failed runs that failed only because ``score()`` raised (no verdict to compare)."""
+
+    @property
+    def usable_text(self) -> str:
+        unit = "pairs" if self.check is CheckId.INV_3 else "tasks"
+        return f"{self.usable}/{self.universe} {unit}"
 
 
 class _Tally:
     """Collects per-run results and turns them into a :class:`CheckResult`."""
 
-    def __init__(self, check: CheckId) -> None:
+    def __init__(self, check: CheckId, universe: int) -> None:
         self.check = check
+        self.universe = universe
         self.runs = 0
         self.failures: list[str] = []
         self.not_applicable: list[str] = []
+        self.used: set[str] = set()
+        self.by_raise = 0
 
-    def ok(self) -> None:
+    def ok(self, unit: str) -> None:
         self.runs += 1
+        self.used.add(unit)
 
-    def fail(self, where: str, why: str) -> None:
+    def fail(self, unit: str, where: str, why: str, *, raised: bool = False) -> None:
         self.runs += 1
+        self.used.add(unit)
         self.failures.append(f"{where}: {why}")
+        self.by_raise += raised
 
     def skip(self, where: str, why: str) -> None:
         self.runs += 1
@@ -216,7 +276,17 @@ class _Tally:
             reason = f"{self.runs - n_na} runs {held}"
             if n_na:
                 reason += f"; {n_na} runs not applicable (first: {self.not_applicable[0]})"
-        return CheckResult(self.check, status, reason, self.runs, n_fail, n_na)
+        return CheckResult(
+            self.check,
+            status,
+            reason,
+            self.runs,
+            n_fail,
+            n_na,
+            usable=len(self.used),
+            universe=self.universe,
+            failed_by_raise=self.by_raise,
+        )
 
 
 def _drive(factory: TargetFactory, task: str, actions: Sequence[Action]) -> AuditTarget:
@@ -246,12 +316,16 @@ def _state_change(before: StateDigest, after: StateDigest) -> str:
 _TRIO = (Trajectory.NULL, Trajectory.PARTIAL, Trajectory.REFERENCE)
 
 
+def _raised(*outcomes: Outcome) -> bool:
+    return any(isinstance(o, ScoreRaised) for o in outcomes)
+
+
 def check_inv1(factory: TargetFactory, plan: AuditPlan) -> CheckResult:
     """INV-1 mutation: ``s = read_state(); score(); read_state() == s``.
 
     A ``score()`` that raises is not a failure here (the controls see it); only the state
     counts."""
-    tally = _Tally(CheckId.INV_1)
+    tally = _Tally(CheckId.INV_1, len(plan.tasks))
     for tp in plan.tasks:
         for traj in _TRIO:
             target = _drive(factory, tp.task, tp.actions(traj))
@@ -264,10 +338,12 @@ def check_inv1(factory: TargetFactory, plan: AuditPlan) -> CheckResult:
                     f" (and score() {outcome.brief()})" if isinstance(outcome, ScoreRaised) else ""
                 )
                 tally.fail(
-                    where, f"scoring changed the state ({_state_change(before, after)}){detail}"
+                    tp.task,
+                    where,
+                    f"scoring changed the state ({_state_change(before, after)}){detail}",
                 )
             else:
-                tally.ok()
+                tally.ok(tp.task)
     return tally.result("left the state unchanged", "no task to score")
 
 
@@ -276,7 +352,7 @@ def check_inv2(factory: TargetFactory, plan: AuditPlan) -> CheckResult:
     and the reference trajectory; and the same actions get the same verdict when scored
     again later in one episode (a verdict may not stick from an earlier state). Raising
     the same error twice counts as repeating."""
-    tally = _Tally(CheckId.INV_2)
+    tally = _Tally(CheckId.INV_2, len(plan.tasks))
     for tp in plan.tasks:
         first: dict[Trajectory, Outcome] = {}
         for traj in _TRIO:
@@ -285,9 +361,10 @@ def check_inv2(factory: TargetFactory, plan: AuditPlan) -> CheckResult:
             first[traj] = a
             where = f"{tp.task}/{traj}"
             if a != b:
-                tally.fail(where, f"score() gave {_describe(a)} then {_describe(b)}")
+                why = f"score() gave {_describe(a)} then {_describe(b)}"
+                tally.fail(tp.task, where, why, raised=_raised(a, b))
             else:
-                tally.ok()
+                tally.ok(tp.task)
         # One growing episode: score after the null, the partial and the full reference.
         target = factory()
         target.reset(tp.task)
@@ -299,12 +376,10 @@ def check_inv2(factory: TargetFactory, plan: AuditPlan) -> CheckResult:
             later = _score(target)
             where = f"{tp.task}/episode-after-{traj}"
             if later != first[traj]:
-                tally.fail(
-                    where,
-                    f"scored {_describe(later)} in one episode, {_describe(first[traj])} alone",
-                )
+                why = f"scored {_describe(later)} in one episode, {_describe(first[traj])} alone"
+                tally.fail(tp.task, where, why, raised=_raised(later, first[traj]))
             else:
-                tally.ok()
+                tally.ok(tp.task)
     return tally.result("repeated their verdict", "no task to score")
 
 
@@ -312,8 +387,9 @@ def check_inv3(factory: TargetFactory, plan: AuditPlan) -> CheckResult:
     """INV-3 order dependence: B's verdict on a fresh target equals B's verdict after A was
     run (its reference) and scored on the same long-lived target, in both orders; B runs
     both its null and its reference trajectory."""
-    tally = _Tally(CheckId.INV_3)
+    tally = _Tally(CheckId.INV_3, len(plan.pairs))
     for a_task, b_task in plan.pairs:
+        unit = f"{a_task}+{b_task}"
         for first, second in ((a_task, b_task), (b_task, a_task)):
             a_plan, b_plan = plan.task(first), plan.task(second)
             for traj in (Trajectory.NULL, Trajectory.REFERENCE):
@@ -326,12 +402,10 @@ def check_inv3(factory: TargetFactory, plan: AuditPlan) -> CheckResult:
                 after = _score(target)
                 where = f"{first}->{second}/{traj}"
                 if after != alone:
-                    tally.fail(
-                        where,
-                        f"{_describe(after)} after {first}, {_describe(alone)} on a fresh target",
-                    )
+                    why = f"{_describe(after)} after {first}, {_describe(alone)} on a fresh target"
+                    tally.fail(unit, where, why, raised=_raised(after, alone))
                 else:
-                    tally.ok()
+                    tally.ok(unit)
     return tally.result("were order-independent", "fewer than two tasks, no pair to run")
 
 
@@ -355,7 +429,7 @@ def check_inv4(factory: TargetFactory, plan: AuditPlan) -> CheckResult:
     """INV-4 exception recovery: with a fault injected inside scoring, an escaping exception
     must leave the state as it was and the next ``score()`` must give the clean verdict. If
     the oracle swallows the fault (or never reaches the probe) the run is not applicable."""
-    tally = _Tally(CheckId.INV_4)
+    tally = _Tally(CheckId.INV_4, len(plan.tasks))
     for tp in plan.tasks:
         for traj in _TRIO:
             where = f"{tp.task}/{traj}"
@@ -368,7 +442,8 @@ def check_inv4(factory: TargetFactory, plan: AuditPlan) -> CheckResult:
                 target.score()
             except Exception as exc:
                 if not probe.fired:
-                    tally.fail(where, f"score() raised {type(exc).__name__} before the probe")
+                    why = f"score() raised {type(exc).__name__} before the probe"
+                    tally.fail(tp.task, where, why, raised=True)
                     continue
             else:
                 why = "fault swallowed by the oracle" if probe.fired else "probe never reached"
@@ -376,17 +451,15 @@ def check_inv4(factory: TargetFactory, plan: AuditPlan) -> CheckResult:
                 continue
             after = target.read_state()
             if after != before:
-                tally.fail(
-                    where, f"the fault left the state dirty ({_state_change(before, after)})"
-                )
+                why = f"the fault left the state dirty ({_state_change(before, after)})"
+                tally.fail(tp.task, where, why)
                 continue
             again = _score(target)
             if again != clean:
-                tally.fail(
-                    where, f"after the fault scored {_describe(again)}, clean {_describe(clean)}"
-                )
+                why = f"after the fault scored {_describe(again)}, clean {_describe(clean)}"
+                tally.fail(tp.task, where, why, raised=_raised(again, clean))
             else:
-                tally.ok()
+                tally.ok(tp.task)
     return tally.result(
         "recovered from the injected fault", "the injected fault never escaped score()"
     )
@@ -394,13 +467,14 @@ def check_inv4(factory: TargetFactory, plan: AuditPlan) -> CheckResult:
 
 def check_inv5(factory: TargetFactory, plan: AuditPlan) -> CheckResult:
     """INV-5 session termination: after the closing turn (which may score internally) the
-    state is the one the agent left, apart from the closing turn's own log entry. A closing
-    turn that raises is judged by the state it leaves, like INV-1."""
-    tally = _Tally(CheckId.INV_5)
+    state is the one the agent left plus the closing turn's own effect (learnt in the plan
+    by applying it as a tool call), and its log entries. A closing turn that raises is
+    judged by the state it leaves, like INV-1."""
+    tally = _Tally(CheckId.INV_5, len(plan.tasks))
     for tp in plan.tasks:
         if tp.closing is None:
             continue
-        for traj in _TRIO:
+        for traj, expected in zip(_TRIO, tp.closed, strict=True):
             target = _drive(factory, tp.task, tp.actions(traj))
             before = target.read_state()
             where = f"{tp.task}/{traj}"
@@ -410,11 +484,13 @@ def check_inv5(factory: TargetFactory, plan: AuditPlan) -> CheckResult:
             except Exception as exc:  # scoring inside the closing turn may crash; state counts
                 raised = f" (and the closing action raised {type(exc).__name__})"
             after = target.read_state()
-            if not after.extends(before, extra=1):
+            if not expected.matches(before, after):
                 change = _state_change(before, after)
-                tally.fail(where, f"ending the session changed the state ({change}){raised}")
+                tally.fail(
+                    tp.task, where, f"ending the session changed the state ({change}){raised}"
+                )
             else:
-                tally.ok()
+                tally.ok(tp.task)
     return tally.result("ended with the agent's state", "the target declares no closing action")
 
 
@@ -428,7 +504,7 @@ def _control(
     held: str,
     none_apply: str,
 ) -> CheckResult:
-    tally = _Tally(check)
+    tally = _Tally(check, len(plan.tasks))
     for tp in plan.tasks:
         if not applies(tp):
             continue
@@ -437,13 +513,13 @@ def _control(
         if isinstance(outcome, ScoreRaised):
             # No verdict is not a pass: it fails CTL-1 and satisfies "must not pass".
             if want_pass:
-                tally.fail(where, f"score() {outcome.brief()}")
+                tally.fail(tp.task, where, f"score() {outcome.brief()}", raised=True)
             else:
-                tally.ok()
+                tally.ok(tp.task)
         elif outcome.passed != want_pass:
-            tally.fail(where, f"scored {_describe(outcome)}")
+            tally.fail(tp.task, where, f"scored {_describe(outcome)}")
         else:
-            tally.ok()
+            tally.ok(tp.task)
     return tally.result(held, none_apply)
 
 

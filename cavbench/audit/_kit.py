@@ -21,10 +21,10 @@ Correct oracles treat ``env.live`` as read-only and do their scratch work on wor
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, overload
 
 from cavbench.audit._protocol import (
     JSON,
@@ -75,6 +75,79 @@ def _stringify(value: JSON) -> JSON:
     if isinstance(value, list):
         return [_stringify(v) for v in value]
     return str(value)
+
+
+class StateView(Mapping[str, object]):
+    """A read-only view of a JSON object: nested objects are views, lists are
+    :class:`ListView` objects. Nothing is copied; reading a multi-megabyte database through a
+    view costs what the lookups cost. Compare views with ``==`` (against views or plain
+    dicts) or by :meth:`digest`; :meth:`thaw` makes a mutable deep copy."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, JSON]) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> object:
+        return frozen(self._data[key])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"StateView({self._data!r})"
+
+    def digest(self) -> str:
+        """:func:`~cavbench.audit.digest_of` of the underlying object."""
+        return digest_of(self._data)
+
+    def thaw(self) -> JSONObject:
+        """A mutable deep copy (the only way to get something you may change)."""
+        return copy_object(dict(self._data))
+
+
+class ListView(Sequence[object]):
+    """A read-only view of a JSON list (see :class:`StateView`)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Sequence[JSON]) -> None:
+        self._data = data
+
+    @overload
+    def __getitem__(self, index: int) -> object: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[object]: ...
+    def __getitem__(self, index: int | slice) -> object:
+        if isinstance(index, slice):
+            return ListView(self._data[index])
+        return frozen(self._data[index])
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        raise TypeError("ListView is unhashable")
+
+    def __repr__(self) -> str:
+        return f"ListView({self._data!r})"
+
+
+def frozen(value: JSON) -> object:
+    """``value`` itself if it is a scalar, else a read-only view of it."""
+    if isinstance(value, dict):
+        return StateView(value)
+    if isinstance(value, list):
+        return ListView(value)
+    return value
 
 
 class World(ABC):
@@ -130,19 +203,35 @@ class World(ABC):
         self.load(checkpoint)
 
     def digest(self) -> StateDigest:
-        return StateDigest(world=digest_of(self._peek()), log=tuple(a.digest for a in self.log()))
+        return StateDigest(world=digest_of(self.peek()), log=tuple(a.digest for a in self.log()))
 
-    def _peek(self) -> JSONObject:
-        """The state without copying, for digests; worlds override when they can."""
+    def peek(self) -> JSONObject:
+        """The live state object itself, not a copy, for digests and views; callers must not
+        change it. The default copies through :meth:`state`; override it when your world
+        keeps its state as a JSON object (return that object)."""
         return self.state()
+
+    def view(self) -> StateView:
+        """A read-only view of the state, without copying (what an oracle should read)."""
+        return StateView(self.peek())
+
+    def from_state(self, state: JSONObject) -> World | None:
+        """A detached world of *this* class holding ``state`` (and this world's log), or
+        None if the world cannot be rebuilt from a state. Optional: when given, the kit
+        hands an oracle a world of its own class in another representation (D6) instead
+        of a private wrapper, so an oracle that needs its own world type still runs."""
+        return None
 
     def represent(self, rep: Representation) -> JSONObject:
         """The state in another representation; worlds may narrow what gets transformed."""
-        return represent(self.state(), rep)
+        return represent(self.peek(), rep)  # represent() builds a new object anyway
 
     def presented_as(self, rep: Representation) -> World:
-        """This world seen through ``rep``: reads transformed, writes passed through."""
-        return _Presented(self, rep)
+        """This world seen through ``rep``: a world of the same class rebuilt from the
+        transformed state when :meth:`from_state` allows, else a wrapper whose reads are
+        transformed and whose writes pass through."""
+        rebuilt = self.from_state(self.represent(rep))
+        return _Presented(self, rep) if rebuilt is None else rebuilt
 
 
 class _Presented(World):
@@ -177,7 +266,7 @@ class _Presented(World):
     def load(self, other: World) -> None:
         self._inner.load(other._inner if isinstance(other, _Presented) else other)
 
-    def _peek(self) -> JSONObject:
+    def peek(self) -> JSONObject:
         return self.state()
 
 
@@ -257,12 +346,21 @@ def replay(world: World, actions: Sequence[Action]) -> World:
 class KitTarget:
     """An :class:`~cavbench.audit._protocol.AuditTarget` made of a domain and an oracle.
 
-    The closing action is logged and then scored internally, as a benchmark that grades on
+    The closing action is executed through the world's own step (so a closing tool that
+    changes state is modelled) and then scored internally, as a benchmark that grades on
     session end does; the result is kept in ``session_result``.
     """
 
-    def __init__(self, domain: Domain, oracle: Oracle, *, name: str | None = None) -> None:
+    def __init__(
+        self,
+        domain: Domain,
+        oracle: Oracle,
+        *,
+        name: str | None = None,
+        starts: Callable[[str], World] | None = None,
+    ) -> None:
         self._domain = domain
+        self._new_world = starts or domain.new_world
         self._oracle = oracle
         self._name = name or f"{domain.name}/{oracle.name}"
         self._tasks = domain.tasks()
@@ -291,29 +389,27 @@ class KitTarget:
                 f"target {self._name}: no task {task!r} (fix: pick one of {list(self._tasks)[:5]}…)"
             )
         self._task = task
-        self._world = self._domain.new_world(task)
+        self._world = self._new_world(task)
         self._episode += 1
         self.session_result = None
 
     def apply(self, action: Action) -> None:
         world = self._live()
+        world.apply(action)  # the closing turn too: its tool may change state
         if action.kind is ActionKind.CLOSE:
-            world.append_log(action)
             self.session_result = self.score()
-        else:
-            world.apply(action)
 
     def score(self) -> ScoreResult:
         world = self._live()
         task = self._task
         assert task is not None
         probe, self._armed = (self._armed or _no_probe), None
-        domain = self._domain
+        domain, new_world = self._domain, self._new_world
         env = OracleEnv(
             task=task,
             live=world,
             reference=domain.reference(task),
-            fresh=lambda: domain.new_world(task),
+            fresh=lambda: new_world(task),
             probe=probe,
             episode=self._episode,
             domain=domain,
@@ -332,16 +428,36 @@ class KitTarget:
         return self._world
 
 
+class SharedStarts:
+    """Each task's starting world built once, handed out as copies (a shared reset).
+
+    Worth it when ``World.copy()`` is cheaper than ``Domain.new_world`` (a database loaded
+    from files, a long set-up); it requires ``copy()`` to be a faithful, detached copy."""
+
+    def __init__(self, domain: Domain) -> None:
+        self._domain = domain
+        self._starts: dict[str, World] = {}
+
+    def __call__(self, task: str) -> World:
+        start = self._starts.get(task)
+        if start is None:
+            start = self._starts[task] = self._domain.new_world(task)
+        return start.copy()
+
+
 def kit_factory(
     domain: Domain,
     oracle_factory: OracleFactory,
     *,
     name: str | None = None,
+    shared_starts: bool = False,
 ) -> Callable[[], KitTarget]:
     """A target factory: each call builds a new oracle (fresh per-instance state) over the
-    shared, immutable ``domain``."""
+    shared, immutable ``domain``. With ``shared_starts``, the targets it makes share one
+    :class:`SharedStarts` (every reset and fresh world is a copy of the task's start)."""
+    starts = SharedStarts(domain) if shared_starts else None
 
     def make() -> KitTarget:
-        return KitTarget(domain, oracle_factory(), name=name)
+        return KitTarget(domain, oracle_factory(), name=name, starts=starts)
 
     return make

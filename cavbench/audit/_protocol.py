@@ -17,7 +17,7 @@ import marshal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol, TypeAlias, runtime_checkable
+from typing import Final, Protocol, TypeAlias, runtime_checkable
 
 from cavbench.errors import CavBenchError
 
@@ -92,7 +92,21 @@ class Action:
 
     @property
     def digest(self) -> str:
-        return digest_of(self.as_json())
+        # Logs are digested on every read_state, and mostly hold the same few reference
+        # actions: cache by identity (the action is kept alive with its digest, so an id
+        # is never reused while cached).
+        hit = _ACTION_DIGESTS.get(id(self))
+        if hit is not None and hit[0] is self:
+            return hit[1]
+        value = digest_of(self.as_json())
+        if len(_ACTION_DIGESTS) >= _ACTION_CACHE_SIZE:
+            _ACTION_DIGESTS.clear()
+        _ACTION_DIGESTS[id(self)] = (self, value)
+        return value
+
+
+_ACTION_CACHE_SIZE: Final = 65536
+_ACTION_DIGESTS: dict[int, tuple[Action, str]] = {}
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,7 @@ def audit_rows(audits: Sequence[TargetAudit]) -> dict[AuditTable, list[dict[str,
                         "status": r.status.value, "expected_to_fail": r.check in v.expected,
                         "reason": r.reason, "runs": r.runs, "failed_runs": r.failed_runs,
                         "not_applicable_runs": r.not_applicable_runs,
+                        "usable_tasks": r.usable, "tasks": r.universe,
                     }
                 )  # fmt: skip
             detection.append(
@@ -307,8 +308,11 @@ def render_audit_report(audits: Sequence[TargetAudit], provenance: JSONObject) -
             if per_class:
                 lines += ["", "Uniquely necessary per class: " + ", ".join(per_class) + "."]
         findings, problems = a.findings(), a.problems()
+        usable = ", ".join(f"{r.check} {r.usable_text}" for r in a.correct.results)
+        lines += ["", f"**Usable tasks per check** (correct oracle): {usable}."]
         lines += ["", "### Findings", ""]
         lines += [f"- **problem**: {p}" for p in problems]
+        lines += [f"- **could not be checked**: {u}" for u in a.unchecked()]
         lines += [f"- {f}" for f in findings]
         if not findings and not problems:
             lines += ["- none"]

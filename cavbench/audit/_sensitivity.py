@@ -1,7 +1,7 @@
 """Oracle sensitivity: known-bad trajectories made mechanically from each reference.
 
 Each mutation takes a scenario's reference trajectory (the ``full_lifecycle`` baseline's
-facade calls, see ``_v1target``) and plants exactly one invalidity: a commit without its
+facade calls, see ``targets.v1``) and plants exactly one invalidity: a commit without its
 commit-time guard (stale), a duplicate under a fresh idempotency key, a skipped
 compensation, a widened amount or item scope, a write on another tenant's resource, a
 success claim after a failure. Whether the invalidity is really present is decided from
@@ -20,7 +20,7 @@ from typing import Final
 
 from cavbench.adapters import BASELINE_PROFILES, baseline
 from cavbench.audit._protocol import JSON, Action, JSONObject
-from cavbench.audit._v1target import V1Domain, V1Tool, V1World
+from cavbench.audit.targets.v1 import V1Domain, V1Tool, V1World
 from cavbench.evaluation import ScoringRule, Verdict, evaluate, summarize
 from cavbench.runner import run_episodes
 from cavbench.scenarios import Dimension, Scenario, ScenarioPack, StepKind

@@ -2,7 +2,8 @@
 
 Tables and their rows:
 
-- ``audit_checks``: target × oracle variant × check (status, reason, run counts);
+- ``audit_checks``: target × oracle variant × check (status, reason, run counts, usable
+  tasks: on how many tasks, or INV-3 pairs, at least one run applied);
 - ``audit_detection``: target × oracle variant (detected, by which checks, expected ones,
   equivalence with the correct oracle);
 - ``audit_classes``: target × defect class (both denominators, detectors, load-bearing);
@@ -28,7 +29,7 @@ import pyarrow.parquet as pq
 
 from cavbench.audit._protocol import AuditError
 
-AUDIT_SCHEMA_VERSION: Final = "1"
+AUDIT_SCHEMA_VERSION: Final = "2"  # 2: audit_checks gained usable_tasks, tasks
 METADATA_KEY: Final = b"cavbench.audit"
 
 _S, _B, _I, _F = pa.string(), pa.bool_(), pa.int32(), pa.float64()
@@ -60,6 +61,7 @@ _FIELDS: Final[Mapping[AuditTable, tuple[pa.Field, ...]]] = {
         _f("target", _S), _f("variant_id", _S), _f("kind", _S), _f("defect_class", _S, True),
         _f("check", _S), _f("covers", _S), _f("status", _S), _f("expected_to_fail", _B),
         _f("reason", _S), _f("runs", _I), _f("failed_runs", _I), _f("not_applicable_runs", _I),
+        _f("usable_tasks", _I), _f("tasks", _I),
     ),
     AuditTable.AUDIT_DETECTION: (
         _f("target", _S), _f("variant_id", _S), _f("kind", _S), _f("defect_class", _S, True),

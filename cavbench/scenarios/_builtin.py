@@ -38,6 +38,6 @@ def load_pack(pack: str | Path) -> ScenarioPack:
     if path.is_dir():
         return load_pack_dir(path)
     raise SelectionError(
-        f"--pack {text!r}: neither a built-in pack ({', '.join(builtin_pack_ids())}) "
+        f"pack {text!r}: neither a built-in pack ({', '.join(builtin_pack_ids())}) "
         "nor a directory holding pack.json and scenarios/"
     )

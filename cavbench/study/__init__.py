@@ -1,6 +1,6 @@
 """Study runs: the Hydra config schema of a sweep and the job that runs one cell of it.
 
-`python -m cavbench.sweep` is the entry point; this package holds what it is made of, so
+`cavbench-sweep` is the entry point; this package holds what it is made of, so
 tests and benchmarks can compose a config (`compose`) and run a cell (`run_cell`) in-process.
 Importing it registers the config schema and the `${cavbench.cell:}` resolver.
 """
@@ -43,7 +43,7 @@ register_resolver()
 
 
 def compose(overrides: Sequence[str] = ()) -> DictConfig:
-    """The job config `python -m cavbench.sweep OVERRIDES` would compose (one cell; sweep
+    """The job config `cavbench-sweep OVERRIDES` would compose (one cell; sweep
     lists are not expanded), without Hydra's own node."""
     with initialize_config_dir(version_base="1.3", config_dir=str(config_dir()), job_name="sweep"):
         return _hydra_compose(config_name="config", overrides=list(overrides))

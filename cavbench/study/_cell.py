@@ -10,6 +10,8 @@ interrupted sweep resumes). `cell_path` is also registered as the OmegaConf reso
 from __future__ import annotations
 
 import hashlib
+import importlib
+import inspect
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from hydra.utils import get_object
 from omegaconf import DictConfig, OmegaConf
 
 from cavbench.errors import ConfigError
@@ -26,6 +29,7 @@ from cavbench.scenarios import builtin_pack_ids
 from cavbench.tables import PARTITION_KEYS, RESERVED_NAMES
 
 RESOLVER = "cavbench.cell"
+NAME_RESOLVER = "cavbench.sweep_name"
 _SAFE = "-_.+,~@"
 _FACTOR_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _MAX_LISTED_IDS = 3
@@ -120,13 +124,56 @@ def _enum_text(value: Any) -> str:
     return str(getattr(value, "value", value))
 
 
+NO_PROFILE = "none"
+"""The `profile` key of a cell whose adapter takes no profile (a custom adapter)."""
+
+
+@cache
+def _factory_takes_profile(target: str) -> bool:
+    """Whether the callable at `target` accepts a `profile` argument (the baseline engine
+    does; a custom adapter's factory usually does not). True when it cannot be imported
+    here: building the adapter reports that error properly."""
+    try:
+        factory = get_object(target)
+        parameters = inspect.signature(factory).parameters
+    except Exception:
+        return True
+    return "profile" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+
+
+def takes_profile(factory: Mapping[str, Any]) -> bool:
+    """Whether an `adapter.factory` config uses the `profile` group (see `NO_PROFILE`)."""
+    if "profile" in factory:
+        return True
+    target = factory.get("_target_")
+    return not isinstance(target, str) or _factory_takes_profile(target)
+
+
+_NAME_FORBIDDEN = re.compile(r"[/\\\x00]")
+
+
+def check_sweep_name(name: str) -> str:
+    """`output.name` as given, if it names one folder directly under `output.root`."""
+    if not name or name in (".", "..") or _NAME_FORBIDDEN.search(name) or name != name.strip():
+        raise ConfigError(
+            f"output.name={name!r}: the sweep's name must be one folder name under output.root "
+            "(no '/', '\\', '..', no absolute path, no surrounding spaces) (fix: e.g. "
+            "output.name=my_study; to write elsewhere set output.root or hydra.sweep.dir)"
+        )
+    return name
+
+
 def cell_keys(cfg: DictConfig | Mapping[str, Any]) -> CellKeys:
     """The cell a composed config describes."""
     node = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
     scenarios = node.scenarios
     seeds = node.seeds
+    factory = node.adapter.get("factory") or {}
+    uses_profile = takes_profile({str(k): factory[k] for k in factory})
     values = {
-        "profile": _enum_text(node.profile.name),
+        "profile": _enum_text(node.profile.name) if uses_profile else NO_PROFILE,
         "adapter": str(node.adapter.name),
         "pack_id": pack_id_of(str(scenarios.pack)),
         "scenarios": subset_label(
@@ -156,9 +203,45 @@ def cell_path(*, _root_: DictConfig) -> str:
 
 
 def register_resolver() -> None:
-    """Register `${cavbench.cell:}` (idempotent)."""
+    """Register `${cavbench.cell:}` and `${cavbench.sweep_name:NAME}` (idempotent)."""
     if not OmegaConf.has_resolver(RESOLVER):
         OmegaConf.register_new_resolver(RESOLVER, cell_path)
+    if not OmegaConf.has_resolver(NAME_RESOLVER):
+        # Used in hydra.run.dir / hydra.sweep.dir, so a bad name fails before Hydra
+        # creates any folder.
+        OmegaConf.register_new_resolver(NAME_RESOLVER, lambda name: check_sweep_name(str(name)))
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterSource:
+    """The source module of a custom adapter's factory and the sha256 of its bytes: part of
+    a cell's identity, so editing the adapter's code redoes its cells instead of skipping."""
+
+    module: str
+    sha256: str
+
+
+def adapter_source(target: str) -> AdapterSource | None:
+    """The module defining `target` and its digest; None for cavbench's own adapters (the
+    cavbench version covers them) or when the module has no source file."""
+    parts = target.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        name = ".".join(parts[:end])
+        if name == "cavbench" or name.startswith("cavbench."):
+            return None
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        origin = getattr(module, "__file__", None)
+        if not origin:
+            return None
+        try:
+            digest = hashlib.sha256(Path(origin).read_bytes()).hexdigest()
+        except OSError:
+            return None
+        return AdapterSource(module=name, sha256="sha256:" + digest)
+    return None
 
 
 def job_config(cfg: DictConfig) -> dict[str, Any]:

@@ -7,10 +7,15 @@ Order of writes, so that nothing half done is ever read as done:
 3. each table is written to a temporary file and renamed into place;
 4. `manifest.json` is rewritten last with status `COMPLETE`, row counts and checksums.
 
+A job holds the cell's lock (`.cell.lock`, `filelock`) from the skip check to the last
+write, so two sweeps into one folder never write one cell at once: the second waits, then
+finds the cell complete and skips it.
+
 A job that fails (a bad pack, an adapter that cannot be built, a full disk) writes status
 `FAILED`, its traceback into the manifest and `traceback.txt`, and re-raises so that Hydra
-reports it. An adapter raising *inside* an episode is not a job failure: the runner records
-the error on the episode, which is scored as failed, and the cell goes on.
+reports it (on a full disk the partial tables are removed first, so the record fits). An
+adapter raising *inside* an episode is not a job failure: the runner records the error on
+the episode, which is scored as failed, and the cell goes on.
 """
 
 from __future__ import annotations
@@ -34,7 +39,24 @@ from cavbench.errors import ConfigError
 from cavbench.evaluation import ScoringRule, Verdict, evaluate
 from cavbench.runner import relaxed_gc, run_episode, select
 from cavbench.scenarios import Scenario, load_pack
-from cavbench.study._cell import CellKeys, cell_keys, config_hash, job_config
+from cavbench.study import _progress as progress
+from cavbench.study._cell import (
+    AdapterSource,
+    CellKeys,
+    adapter_source,
+    cell_keys,
+    check_sweep_name,
+    config_hash,
+    job_config,
+    takes_profile,
+)
+from cavbench.study._sharing import (
+    cell_lock,
+    record_failure,
+    remove_stale_tmp,
+    store_pack,
+    sweep_dir,
+)
 from cavbench.tables import (
     TRACEBACK_NAME,
     AdapterRecord,
@@ -53,7 +75,6 @@ from cavbench.tables import (
     write_table,
 )
 from cavbench.tables._collect import current_provenance
-from cavbench.tables._io import TMP_MARKER
 from cavbench.trace import EpisodeTrace
 
 log = logging.getLogger(__name__)
@@ -77,6 +98,7 @@ class CellPlan:
     adapter_name: str
     adapter_factory: Mapping[str, Any] = field(default_factory=dict)
     max_concurrency: int = 1
+    adapter_source: AdapterSource | None = None
     overwrite: bool = False
     progress: bool = True
 
@@ -110,10 +132,12 @@ class CellPlan:
                 "(fix: set _target_ to the import path of a callable returning an ExecutionAdapter)"
             )
         output = cfg.output
+        name = check_sweep_name(str(output.name))
+        target = factory["_target_"]
         return cls(
             keys=keys,
-            sweep=str(output.name),
-            sweep_dir=Path(str(output.root)) / str(output.name),
+            sweep=name,
+            sweep_dir=sweep_dir(Path(str(output.root)) / name, keys),
             config=config,
             config_hash=config_hash(config),
             pack_ref=str(cfg.scenarios.pack),
@@ -125,6 +149,7 @@ class CellPlan:
             adapter_name=str(cfg.adapter.name),
             adapter_factory=factory,
             max_concurrency=max(1, int(cfg.adapter.get("max_concurrency", 1))),
+            adapter_source=adapter_source(target) if isinstance(target, str) else None,
             overwrite=bool(output.overwrite),
             progress=bool(output.progress),
         )
@@ -150,8 +175,11 @@ def _episodes(plan: CellPlan, scenarios: list[Scenario]) -> Iterator[tuple[Scena
 
 
 def _build_adapter(plan: CellPlan) -> ExecutionAdapter:
+    kwargs = dict(plan.adapter_factory)
+    if "profile" not in kwargs and takes_profile(kwargs):
+        kwargs["profile"] = plan.profile  # only a factory that takes one (the baseline engine)
     try:
-        adapter = instantiate(dict(plan.adapter_factory))
+        adapter = instantiate(kwargs)
     except InstantiationException as exc:
         raise ConfigError(
             f"adapter {plan.adapter_name!r}: cannot build it from adapter.factory "
@@ -191,6 +219,14 @@ def _skip_reason(plan: CellPlan) -> str | None:
             "%s: %d infra_error episode(s), redoing the cell", plan.cell, existing.n_infra_errors
         )
         return None
+    changed = _adapter_changed(plan, existing)
+    if changed:
+        log.warning(
+            "%s: the adapter's code changed since this cell ran (%s): REDOING the cell",
+            plan.cell,
+            changed,
+        )
+        return None
     problems = verify_cell(plan.cell_dir, existing)
     if problems:
         log.warning(
@@ -200,14 +236,28 @@ def _skip_reason(plan: CellPlan) -> str | None:
     return f"complete, {existing.n_episodes} episodes, checksums verified"
 
 
-def _remove_stale_tmp(directory: Path) -> None:
-    for path in directory.glob(f"*{TMP_MARKER}*"):
-        path.unlink(missing_ok=True)
+def _adapter_changed(plan: CellPlan, existing: CellManifest) -> str | None:
+    """How a custom adapter differs from the one that made a complete cell (None: same)."""
+    recorded = existing.adapter
+    source = plan.adapter_source
+    if recorded is None or source is None:
+        return None
+    if recorded.source_sha256 != source.sha256:
+        return f"{source.module} was {recorded.source_sha256}, is now {source.sha256}"
+    version = str(_build_adapter(plan).version)
+    if version != recorded.version:
+        return f"adapter version was {recorded.version}, is now {version}"
+    return None
 
 
 def run_cell(cfg: DictConfig) -> CellResult:
     """Run one cell as configured, or skip it when it is already complete and intact."""
     plan = CellPlan.from_config(cfg)
+    with cell_lock(plan.cell_dir, plan.cell):
+        return _run_locked(plan)
+
+
+def _run_locked(plan: CellPlan) -> CellResult:
     reason = _skip_reason(plan)
     if reason is not None:
         log.info("%s: skipped (%s)", plan.cell, reason)
@@ -221,8 +271,7 @@ def run_cell(cfg: DictConfig) -> CellResult:
             existing.n_errors,
         )
     directory = plan.cell_dir
-    directory.mkdir(parents=True, exist_ok=True)
-    _remove_stale_tmp(directory)
+    remove_stale_tmp(directory)  # ours alone: we hold the cell's lock
     (directory / TRACEBACK_NAME).unlink(missing_ok=True)
     manifest = CellManifest(
         status=CellStatus.RUNNING,
@@ -237,15 +286,12 @@ def run_cell(cfg: DictConfig) -> CellResult:
         config=plan.config,
         config_hash=plan.config_hash,
     )
-    write_manifest(directory, manifest)
     try:
+        write_manifest(directory, manifest)
         manifest = _run(plan, manifest)
     except Exception:
         text = traceback.format_exc()
-        (directory / TRACEBACK_NAME).write_text(text, encoding="utf-8")
-        write_manifest(
-            directory, manifest.model_copy(update={"status": CellStatus.FAILED, "error": text})
-        )
+        record_failure(directory, manifest, text)
         log.error("%s: FAILED (traceback in %s)", plan.cell, directory / TRACEBACK_NAME)
         raise
     log.info(
@@ -273,12 +319,18 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
     manifest = manifest.model_copy(
         update={
             "pack": PackRecord(
-                ref=plan.pack_ref, id=pack.pack_id, version=pack.pack_version, digest=pack.digest
+                ref=plan.pack_ref,
+                id=pack.pack_id,
+                version=pack.pack_version,
+                digest=pack.digest,
+                stored=store_pack(pack, plan.sweep_dir),
             ),
             "adapter": AdapterRecord(
                 name=plan.adapter_name,
                 reported_name=str(adapter.name),
                 version=str(adapter.version),
+                source_module=None if plan.adapter_source is None else plan.adapter_source.module,
+                source_sha256=None if plan.adapter_source is None else plan.adapter_source.sha256,
             ),
             "scenario_ids": tuple(s.id for s in scenarios),
         }
@@ -297,7 +349,7 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
     bar = tqdm(
         _episodes(plan, scenarios),
         total=total,
-        desc=plan.cell,
+        desc=_short_label(plan),
         unit="ep",
         leave=False,
         disable=not (plan.progress and sys.stderr.isatty()),
@@ -357,6 +409,18 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
     return final
 
 
+def _short_label(plan: CellPlan) -> str:
+    """The episode bar's label: the cell's profile or adapter, clipped so that the counts,
+    rate and ETA fit in 80 columns (the full cell path is in the log)."""
+    keys = plan.keys.as_dict()
+    label = keys["adapter"] if keys["profile"] == "none" else keys["profile"]
+    return label if len(label) <= 20 else label[:19] + "…"
+
+
 def task(cfg: DictConfig) -> CellResult:
-    """The Hydra task function behind `python -m cavbench.sweep` (one call per cell)."""
-    return run_cell(cfg)
+    """The Hydra task function behind `cavbench-sweep` (one call per cell)."""
+    result = run_cell(cfg)
+    if bool(cfg.output.progress):
+        ran = 0 if result.skipped else result.n_episodes
+        progress.report(CellPlan.from_config(cfg).sweep_dir, ran)
+    return result

@@ -24,7 +24,7 @@ from cavbench.tables._manifest import (
     read_sweep_manifest,
     write_manifest,
 )
-from cavbench.tables._recompute import RecomputeReport, VerdictDifference, recompute
+from cavbench.tables._recompute import RateChange, RecomputeReport, VerdictDifference, recompute
 from cavbench.tables._rows import CellContext, CellTables, EpisodeKey, rebuild_trace
 from cavbench.tables._schema import (
     CELL_COLUMN,
@@ -36,6 +36,7 @@ from cavbench.tables._schema import (
     collected_schema,
     schema_for,
 )
+from cavbench.tables._verify import SweepLayout, VerifiedSweep, verify_collected, verify_sweep
 
 __all__ = [
     "CELL_COLUMN",
@@ -55,14 +56,17 @@ __all__ = [
     "EpisodeKey",
     "PackRecord",
     "Provenance",
+    "RateChange",
     "RecomputeReport",
     "SeedBlock",
     "SweepError",
+    "SweepLayout",
     "SweepManifest",
     "Table",
     "TableError",
     "TableRecord",
     "VerdictDifference",
+    "VerifiedSweep",
     "WrittenTable",
     "build_table",
     "cell_dirs",
@@ -77,6 +81,8 @@ __all__ = [
     "recompute",
     "schema_for",
     "verify_cell",
+    "verify_collected",
+    "verify_sweep",
     "write_manifest",
     "write_table",
 ]

@@ -53,6 +53,7 @@ def current_provenance() -> Provenance:
     return Provenance(
         cavbench_version=str(facts["cavbench_version"]),
         git_commit=facts["git_commit"],
+        git_dirty=None if facts["git_dirty"] is None else facts["git_dirty"] == "true",
         python_version=str(facts["python_version"]),
         platform=str(facts["platform"]),
     )
@@ -68,6 +69,26 @@ def cell_dirs(sweep_dir: Path) -> list[Path]:
             continue
         found.append(path.parent)
     return sorted(found)
+
+
+def orphan_dirs(sweep_dir: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """(folder, problem) for each folder holding table files but no manifest (a lost or
+    never-written manifest): such tables are never read unchecked."""
+    names = {t.filename for t in Table}
+    folders: set[Path] = set()
+    for path in sweep_dir.rglob("*.parquet"):
+        relative = path.parent.relative_to(sweep_dir).parts
+        if relative[:1] == (COLLECTED_DIR,) or any(p.startswith(".") for p in relative):
+            continue
+        if path.name in names and not (path.parent / MANIFEST_NAME).is_file():
+            folders.add(path.parent)
+    return [
+        (
+            d.relative_to(sweep_dir).as_posix() or ".",
+            ("tables without a manifest.json beside them (lost or never written)",),
+        )
+        for d in sorted(folders)
+    ]
 
 
 def verify_cell(directory: Path, manifest: CellManifest | None = None) -> list[str]:
@@ -101,7 +122,7 @@ class CollectResult:
     """(cell, problems) of every cell not merged (only with `allow_incomplete`)."""
 
 
-def _describe(bad: Sequence[tuple[str, Sequence[str]]]) -> str:
+def describe_problems(bad: Sequence[tuple[str, Sequence[str]]]) -> str:
     lines = [f"  {cell}: {'; '.join(problems)}" for cell, problems in bad[:_MAX_LISTED]]
     if len(bad) > _MAX_LISTED:
         lines.append(f"  … and {len(bad) - _MAX_LISTED} more")
@@ -130,7 +151,7 @@ def collect(
         raise SweepError(f"{sweep_dir}: no such sweep folder")
     out_dir = Path(out_dir) if out_dir is not None else sweep_dir / COLLECTED_DIR
     good: list[tuple[Path, CellManifest]] = []
-    bad: list[tuple[str, tuple[str, ...]]] = []
+    bad: list[tuple[str, tuple[str, ...]]] = orphan_dirs(sweep_dir)
     for directory in cell_dirs(sweep_dir):
         cell = directory.relative_to(sweep_dir).as_posix()
         try:
@@ -147,7 +168,7 @@ def collect(
         raise SweepError(
             f"{sweep_dir}: {len(bad)} cell(s) are not complete (fix: run the same sweep "
             "command again to finish them, or pass --allow-incomplete to leave them out):\n"
-            + _describe(bad)
+            + describe_problems(bad)
         )
     if not good:
         raise SweepError(f"{sweep_dir}: no complete cell to collect (no manifest.json found below)")

@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cavbench.tables._checksum import content_sha256, type_tag
+from cavbench.tables._checksum import content_sha256, file_content_sha256, type_tag
 from cavbench.tables._errors import TableError
 from cavbench.tables._schema import SCHEMA_VERSION, Table, collected_schema, schema_for
 
@@ -178,17 +178,28 @@ def read_table(path: Path, table: Table, *, collected: bool = False) -> pa.Table
     return cast
 
 
-def verify_table(path: Path, table: Table, rows: int, sha256: str) -> str | None:
+def verify_table(
+    path: Path, table: Table, rows: int, sha256: str, *, collected: bool = False
+) -> str | None:
     """Why the file at `path` does not hold exactly the recorded content, or None if it does."""
     if not path.is_file():
         return f"{path.name} is missing"
     try:
-        data = read_table(path, table)
+        if collected:
+            # A merged file can be large: check it column by column, never whole in memory.
+            check_table_file(path, table, collected=True)
+            n_rows = pq.ParquetFile(path).metadata.num_rows
+            actual = file_content_sha256(path) if n_rows == rows else ""
+        else:
+            data = read_table(path, table)
+            n_rows = data.num_rows
+            actual = content_sha256(data) if n_rows == rows else ""
     except TableError as exc:
         return str(exc)
-    if data.num_rows != rows:
-        return f"{path.name} has {data.num_rows} rows, the manifest says {rows}"
-    actual = content_sha256(data)
+    except (OSError, pa.ArrowException) as exc:  # truncated or overwritten bytes
+        return f"{path.name} is not a readable Parquet file ({exc})"
+    if n_rows != rows:
+        return f"{path.name} has {n_rows} rows, the manifest says {rows}"
     if actual != sha256:
         return f"{path.name} content checksum {actual} differs from the manifest's {sha256}"
     return None

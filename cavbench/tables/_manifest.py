@@ -53,6 +53,9 @@ class PackRecord(_Record):
     id: str
     version: str
     digest: str
+    stored: str | None = None
+    """The copy of the pack's files inside the sweep folder (`.packs/<digest>`, relative to
+    it), which `recompute` reads when `ref` is not at hand."""
 
 
 class AdapterRecord(_Record):
@@ -61,6 +64,10 @@ class AdapterRecord(_Record):
     reported_name: str
     """The name the adapter object gives itself."""
     version: str
+    source_module: str | None = None
+    """A custom adapter's factory module (None for cavbench's own adapters)."""
+    source_sha256: str | None = None
+    """sha256 of that module's source: a change redoes the cell instead of skipping it."""
 
 
 class SeedBlock(_Record):
@@ -76,6 +83,9 @@ class Provenance(_Record):
 
     cavbench_version: str
     git_commit: str | None
+    """cavbench's own commit, only when it runs from a cavbench checkout (else null)."""
+    git_dirty: bool | None = None
+    """True when that checkout had uncommitted changes to tracked files (null: no checkout)."""
     python_version: str
     platform: str
 

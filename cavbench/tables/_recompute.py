@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +20,17 @@ import pyarrow.parquet as pq
 
 from cavbench.evaluation import ScoringRule, evaluate
 from cavbench.scenarios import ScenarioPack, load_pack
-from cavbench.tables._collect import COLLECTED_DIR, cell_dirs, verify_cell
+from cavbench.tables._collect import COLLECTED_DIR
 from cavbench.tables._errors import SweepError
-from cavbench.tables._io import check_table_file, read_table
+from cavbench.tables._io import read_table
 from cavbench.tables._manifest import (
-    MANIFEST_NAME,
     PackRecord,
     read_cell_manifest,
     read_sweep_manifest,
 )
 from cavbench.tables._rows import dimension_statuses, finding_fields, rebuild_trace, verdict_fields
 from cavbench.tables._schema import CELL_COLUMN, SCHEMAS, Table
+from cavbench.tables._verify import SweepLayout, verify_sweep
 
 _ROWS = dict[str, list[dict[str, Any]]]
 """episode_id -> that episode's rows of one table."""
@@ -71,6 +71,13 @@ class RecomputeReport:
     rule: str | None
     """The rule everything was re-scored under; None = each cell's recorded rule."""
     differences: tuple[VerdictDifference, ...]
+    rates: tuple[RateChange, ...] = ()
+    """Every group's OSR, PAOSR and CVSR, recorded and recomputed (in group order)."""
+
+    @property
+    def rate_changes(self) -> tuple[RateChange, ...]:
+        """The rates that re-scoring moved."""
+        return tuple(r for r in self.rates if r.recorded != r.recomputed)
 
     @property
     def n_differing_episodes(self) -> int:
@@ -87,6 +94,8 @@ class _CellTables:
     pack: PackRecord
     rule: str
     rows: Mapping[Table, _ROWS]
+    label: str = ""
+    """The group the cell's rates are reported under (see `RateChange`)."""
 
 
 def _group(rows: Sequence[dict[str, Any]]) -> _ROWS:
@@ -100,29 +109,87 @@ def _text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _load_pack(pack: PackRecord, where: str, cache: dict[str, ScenarioPack]) -> ScenarioPack:
-    if pack.ref not in cache:
-        try:
-            loaded = load_pack(pack.ref)
-        except Exception as exc:
+@dataclass
+class _Packs:
+    """Where packs come from: `--pack`, else the copy the sweep stored, else the recorded ref."""
+
+    sweep_root: Path
+    override: str | Path | None = None
+    loaded: dict[str, ScenarioPack] = field(default_factory=dict)
+
+    def _load(self, ref: str | Path, where: str) -> ScenarioPack:
+        key = str(ref)
+        if key not in self.loaded:
+            try:
+                self.loaded[key] = load_pack(ref)
+            except Exception as exc:
+                raise SweepError(
+                    f"{where}: cannot load the pack {key!r} ({exc}) (fix: pass --pack with the "
+                    "pack the sweep ran)"
+                ) from exc
+        return self.loaded[key]
+
+    def get(self, pack: PackRecord, where: str) -> ScenarioPack:
+        if self.override is not None:
+            loaded = self._load(self.override, where)
+            source = f"--pack {self.override}"
+        elif pack.stored and (self.sweep_root / pack.stored / "pack.json").is_file():
+            loaded = self._load(self.sweep_root / pack.stored, where)
+            source = f"the pack stored in the sweep ({pack.stored})"
+        else:
+            loaded = self._load(pack.ref, where)
+            source = f"pack {pack.ref!r}"
+        if loaded.digest != pack.digest:
             raise SweepError(
-                f"{where}: cannot load the pack {pack.ref!r} the sweep ran ({exc}) "
-                "(fix: run recompute from the folder the sweep ran in, or install that pack)"
-            ) from exc
-        cache[pack.ref] = loaded
-    loaded = cache[pack.ref]
-    if loaded.digest != pack.digest:
-        raise SweepError(
-            f"{where}: pack {pack.ref!r} has digest {loaded.digest}, but the sweep ran "
-            f"{pack.digest} (fix: use the pack version the sweep used, {pack.id} {pack.version})"
+                f"{where}: {source} has digest {loaded.digest}, but the sweep ran {pack.digest} "
+                f"(fix: pass --pack with the version the sweep used, {pack.id} {pack.version})"
+            )
+        return loaded
+
+
+@dataclass(frozen=True, slots=True)
+class RateChange:
+    """A headline rate of one group (profile, or adapter for a custom adapter), as recorded
+    and as recomputed: what a new scoring rule does to the numbers people quote."""
+
+    group: str
+    metric: str
+    """OSR, PAOSR or CVSR."""
+    n: int
+    recorded: int
+    recomputed: int
+
+    def line(self) -> str:
+        """E.g. `direct CVSR 0.250 → 0.225 (10/40 → 9/40)`."""
+        before, after = self.recorded / self.n, self.recomputed / self.n
+        return (
+            f"{self.group} {self.metric} {before:.3f} → {after:.3f} "
+            f"({self.recorded}/{self.n} → {self.recomputed}/{self.n})"
         )
-    return loaded
+
+
+_RATE_FLAGS = (
+    ("OSR", "outcome_success"),
+    ("PAOSR", "policy_aware_outcome_success"),
+    ("CVSR", "commit_valid_success"),
+)
+
+
+def _group_label(keys: Mapping[str, str]) -> str:
+    profile, adapter = keys.get("profile", ""), keys.get("adapter", "")
+    if adapter in ("", "baseline"):
+        return profile
+    return adapter if profile in ("", "none") else f"{adapter}/{profile}"
 
 
 def _compare(
-    group: _CellTables, rule: ScoringRule | None, cache: dict[str, ScenarioPack]
+    group: _CellTables,
+    rule: ScoringRule | None,
+    packs: _Packs,
+    counts: dict[tuple[str, str], list[int]],
 ) -> tuple[int, list[VerdictDifference]]:
-    pack = _load_pack(group.pack, group.cell, cache)
+    """Re-score one cell; `counts[(group, metric)]` accumulates [n, recorded, recomputed]."""
+    pack = packs.get(group.pack, group.cell)
     chosen = rule if rule is not None else ScoringRule(group.rule)
     differences: list[VerdictDifference] = []
     episodes = group.rows[Table.EPISODES]
@@ -141,6 +208,12 @@ def _compare(
             group.rows[Table.STATES].get(episode_id, []),
         )
         verdict = evaluate(scenario, trace, chosen)
+        again = verdict_fields(verdict)
+        for metric, flag in _RATE_FLAGS:
+            tally = counts.setdefault((group.label, metric), [0, 0, 0])
+            tally[0] += 1
+            tally[1] += bool(episode[flag])
+            tally[2] += bool(again[flag])
         recorded_dims = {
             str(r["dimension"]): str(r["status"])
             for r in group.rows[Table.VERDICTS].get(episode_id, [])
@@ -153,7 +226,7 @@ def _compare(
             )
         ]
         pairs: list[tuple[str, Any, Any]] = [
-            (name, episode[name], value) for name, value in verdict_fields(verdict).items()
+            (name, episode[name], value) for name, value in again.items()
         ]
         pairs += [
             (f"dimension:{dimension}", recorded_dims.get(dimension), status)
@@ -175,20 +248,8 @@ def _compare(
     return len(episodes), differences
 
 
-def _cells_from_folders(sweep_dir: Path, allow_incomplete: bool) -> Iterator[_CellTables]:
-    directories = cell_dirs(sweep_dir)
-    bad = [(d, verify_cell(d)) for d in directories]
-    bad = [(d, p) for d, p in bad if p]
-    if bad and not allow_incomplete:
-        listed = "; ".join(f"{d.relative_to(sweep_dir).as_posix()}: {p[0]}" for d, p in bad[:5])
-        raise SweepError(
-            f"{sweep_dir}: {len(bad)} cell(s) are not complete ({listed}) (fix: run the same "
-            "sweep command again to finish them, or pass --allow-incomplete to skip them)"
-        )
-    skip = {d for d, _ in bad}
+def _cells_from_folders(directories: Sequence[Path]) -> Iterator[_CellTables]:
     for directory in directories:
-        if directory in skip:
-            continue
         manifest = read_cell_manifest(directory)
         if manifest.pack is None:
             continue
@@ -198,14 +259,14 @@ def _cells_from_folders(sweep_dir: Path, allow_incomplete: bool) -> Iterator[_Ce
             )
             for table in _SCORED
         }
-        yield _CellTables(manifest.cell, manifest.pack, manifest.scoring_rule, rows)
+        yield _CellTables(
+            manifest.cell, manifest.pack, manifest.scoring_rule, rows, _group_label(manifest.keys)
+        )
 
 
 def _cells_from_collected(collected: Path) -> Iterator[_CellTables]:
-    manifest = read_sweep_manifest(collected)
+    manifest = read_sweep_manifest(collected)  # verified by verify_sweep beforehand
     paths = {table: collected / manifest.tables[table.value].file for table in _SCORED}
-    for table, path in paths.items():
-        check_table_file(path, table, collected=True)
     for summary in manifest.cells:
         # Each cell is one row group of each merged file, so the filter reads only that cell.
         rows = {
@@ -214,32 +275,38 @@ def _cells_from_collected(collected: Path) -> Iterator[_CellTables]:
             )
             for table, path in paths.items()
         }
-        yield _CellTables(summary.cell, summary.pack, summary.scoring_rule, rows)
+        yield _CellTables(
+            summary.cell, summary.pack, summary.scoring_rule, rows, _group_label(summary.keys)
+        )
 
 
 def recompute(
-    sweep_dir: Path, *, rule: ScoringRule | str | None = None, allow_incomplete: bool = False
+    sweep_dir: Path,
+    *,
+    rule: ScoringRule | str | None = None,
+    allow_incomplete: bool = False,
+    pack: str | Path | None = None,
 ) -> RecomputeReport:
-    """Re-score every recorded episode of a sweep (its cells, or its `collected/` folder
-    when it has no cells) and report every value that differs from the record."""
+    """Re-score every recorded episode of a sweep (its cells, or its `collected/` folder)
+    and report every value that differs from the record, and what that does to the rates.
+
+    The pack is `pack` when given, else the copy the sweep stored (`.packs/<digest>`), else
+    the recorded reference; its digest must be the one the sweep ran."""
     sweep_dir = Path(sweep_dir)
     chosen = ScoringRule(rule) if rule is not None else None
-    if not sweep_dir.is_dir():
-        raise SweepError(f"{sweep_dir}: no such sweep folder")
-    groups: Iterator[_CellTables]
-    if cell_dirs(sweep_dir):
-        groups = _cells_from_folders(sweep_dir, allow_incomplete)
-    elif (sweep_dir / MANIFEST_NAME).is_file():
-        groups = _cells_from_collected(sweep_dir)
-    elif (sweep_dir / COLLECTED_DIR / MANIFEST_NAME).is_file():
-        groups = _cells_from_collected(sweep_dir / COLLECTED_DIR)
-    else:
-        raise SweepError(f"{sweep_dir}: no cells and no collected tables to recompute")
-    cache: dict[str, ScenarioPack] = {}
+    verified = verify_sweep(sweep_dir, allow_incomplete=allow_incomplete)
+    groups = (
+        _cells_from_collected(verified.read_from)
+        if verified.layout is SweepLayout.COLLECTED
+        else _cells_from_folders(verified.cells)
+    )
+    root = sweep_dir.parent if sweep_dir.name == COLLECTED_DIR else sweep_dir
+    packs = _Packs(sweep_root=root, override=pack)
+    counts: dict[tuple[str, str], list[int]] = {}
     n_cells = n_episodes = 0
     differences: list[VerdictDifference] = []
     for group in groups:
-        count, found = _compare(group, chosen, cache)
+        count, found = _compare(group, chosen, packs, counts)
         n_cells += 1
         n_episodes += count
         differences.extend(found)
@@ -250,4 +317,5 @@ def recompute(
         n_episodes=n_episodes,
         rule=chosen.value if chosen is not None else None,
         differences=tuple(differences),
+        rates=tuple(RateChange(group, metric, *tally) for (group, metric), tally in counts.items()),
     )

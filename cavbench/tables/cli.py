@@ -57,7 +57,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         choices=["v1", "v1_strict"],
         help="re-score under this rule instead of each cell's recorded one",
     )
-    p.add_argument("--allow-incomplete", action="store_true", help="skip unfinished cells")
+    p.add_argument(
+        "--pack",
+        default=None,
+        help="pack to score against (default: the copy stored in the sweep, else the recorded one)",
+    )
+    p.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="leave out (and list) unfinished or damaged cells instead of stopping",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_recompute)
 
@@ -83,7 +92,9 @@ def cmd_recompute(args: argparse.Namespace) -> int:
 
     from cavbench.tables._recompute import recompute
 
-    report = recompute(args.sweep_dir, rule=args.rule, allow_incomplete=args.allow_incomplete)
+    report = recompute(
+        args.sweep_dir, rule=args.rule, allow_incomplete=args.allow_incomplete, pack=args.pack
+    )
     if args.json:
         print(
             json.dumps(
@@ -94,6 +105,7 @@ def cmd_recompute(args: argparse.Namespace) -> int:
                     "n_differences": len(report.differences),
                     "n_differing_episodes": report.n_differing_episodes,
                     "differences": [asdict(d) for d in report.differences],
+                    "rate_changes": [asdict(r) for r in report.rate_changes],
                 },
                 indent=2,
                 sort_keys=True,
@@ -105,6 +117,8 @@ def cmd_recompute(args: argparse.Namespace) -> int:
         f"recomputed {report.n_episodes} episodes in {report.n_cells} cells under {under}: "
         f"{len(report.differences)} differences in {report.n_differing_episodes} episodes"
     )
+    for change in report.rate_changes:
+        print(f"  {change.line()}")
     for d in report.differences[:_SHOWN]:
         print(
             f"  {d.episode_id} {d.field}: recorded {_clip(d.recorded)} "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cavbench.audit import CheckId, CheckStatus, TargetAudit, VariantKind, load_target
-from cavbench.audit._retail import TASKS, RetailDomain
+from cavbench.audit.targets.retail import TASKS, RetailDomain
 
 
 def test_defective_oracle_fails_the_four_state_invariants_and_passes_the_controls(

@@ -11,7 +11,7 @@ from cavbench.audit._sensitivity import (
     sensitivity,
     sensitivity_summary,
 )
-from cavbench.audit._v1target import V1Domain
+from cavbench.audit.targets.v1 import V1Domain
 from cavbench.scenarios import load_pack
 
 

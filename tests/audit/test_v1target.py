@@ -7,7 +7,7 @@ import pytest
 from cavbench.adapters import Profile, baseline
 from cavbench.audit import AuditError, load_target, plan_audit
 from cavbench.audit._kit import replay
-from cavbench.audit._v1target import V1Domain, V1Oracle, V1Tool, verdict_to_score
+from cavbench.audit.targets.v1 import V1Domain, V1Oracle, V1Tool, verdict_to_score
 from cavbench.evaluation import evaluate
 from cavbench.runner import run_episode
 from cavbench.scenarios import load_pack

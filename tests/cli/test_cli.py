@@ -282,7 +282,7 @@ def test_ablate_json(capsys: pytest.CaptureFixture[str], dev: str, tmp_path: Pat
     )
     assert code == 0
     data = json.loads(out)
-    assert sorted(data) == sorted(PROFILES)
+    assert list(data) == PROFILES  # the canonical profile order, not alphabetical
     counts = {p: data[p]["counts"] for p in PROFILES}
     assert {
         p: (c["n"], c["outcome"], c["policy_aware"], c["commit_valid"]) for p, c in counts.items()
@@ -397,11 +397,96 @@ def test_replay_of_one_trace_file(
 def test_report_on_an_ablation_directory(
     capsys: pytest.CaptureFixture[str], ablation: Path
 ) -> None:
-    code, out, _ = cli(capsys, "report", str(ablation))
+    code, out, _ = cli(capsys, "report", str(ablation), "--format", "json")
     assert code == 0
     data = json.loads(out)
-    assert sorted(data) == sorted(f"{p}-framework-v1-seed0" for p in PROFILES)
+    assert list(data) == [f"{p}-framework-v1-seed0" for p in PROFILES]
     assert data["full_lifecycle-framework-v1-seed0"]["overall"]["CVSR"] == 0.75
+    code, out, _ = cli(capsys, "report", str(ablation))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["run", "n", "OSR", "PAOSR", "CVSR", "VG", "PAVG"]
+    assert [line.split()[0] for line in lines[2:]] == [f"{p}-framework-v1-seed0" for p in PROFILES]
+    assert lines[-1].split()[1:] == ["4", "1.000", "0.750", "0.750", "0.250", "0.000"]
+    assert max(len(line) for line in lines) <= 80
+
+
+def test_validate_on_a_missing_folder_names_no_flag_it_does_not_take(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = cli(capsys, "validate", str(tmp_path / "nowhere"))
+    assert code == 1
+    assert "--pack" not in err
+    assert f"pack '{tmp_path / 'nowhere'}': neither a built-in pack" in err
+
+
+USER_ADAPTER = """
+from cavbench.adapters import baseline
+
+
+class Mine:
+    name = "mine"
+    version = "1.0"
+
+    def __init__(self):
+        self.inner = baseline("reconciled")
+
+    def run(self, session):
+        return self.inner.run(session)
+
+
+def make():
+    return Mine()
+
+
+def broken():
+    return 42
+"""
+
+
+@pytest.fixture
+def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "my_agents_cli12.py").write_text(USER_ADAPTER, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", list(__import__("sys").path))
+    return tmp_path
+
+
+def test_run_and_ablate_take_a_custom_adapter(
+    capsys: pytest.CaptureFixture[str], dev: str, user_module: Path
+) -> None:
+    code, out, err = cli(
+        capsys, "run", "--pack", dev, "--adapter", "my_agents_cli12:make", "--output", "r"
+    )
+    assert code == 0, err
+    assert (user_module / "r" / "mine-framework-v1-seed0" / "summary.json").is_file()
+    code, out, err = cli(
+        capsys, "ablate", "--pack", dev, "--adapter", "my_agents_cli12:make", "--output", "a"
+    )
+    assert code == 0, err
+    rows = [line.split()[0] for line in out.splitlines()[2:]]
+    assert rows == [*PROFILES, "mine"]
+    reconciled = next(line for line in out.splitlines() if line.startswith("reconciled "))
+    mine = next(line for line in out.splitlines() if line.startswith("mine "))
+    assert mine.split()[1:] == reconciled.split()[1:]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("my_agents_cli12", "expected MODULE:FACTORY"),
+        ("no_such_module_12:make", "cannot import 'no_such_module_12'"),
+        ("my_agents_cli12:nothing", "has no callable 'nothing'"),
+        ("my_agents_cli12:broken", "returned int, which lacks name/version/run"),
+    ],
+)
+def test_a_bad_adapter_spec_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str], dev: str, user_module: Path, spec: str, message: str
+) -> None:
+    code, _, err = cli(capsys, "run", "--pack", dev, "--adapter", spec, "--output", "r")
+    assert code == 1
+    assert err.startswith("ERROR: ")
+    assert message in err
 
 
 # -- the installed entry point -----------------------------------------------------------------------

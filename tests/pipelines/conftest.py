@@ -52,3 +52,25 @@ def sweep_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             json.dumps({"status": "COMPLETE", "factors": []}), encoding="utf-8"
         )
     return root
+
+
+@pytest.fixture(scope="session")
+def real_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real (tiny) sweep: two profiles on the mock pack, manifests and checksums included."""
+    from cavbench.study import compose, run_cell
+
+    root = tmp_path_factory.mktemp("real")
+    for profile in ("direct", "full_lifecycle"):
+        run_cell(
+            compose(
+                [
+                    "scenarios=mock",
+                    "output.progress=false",
+                    f"output.root={root}",
+                    "output.name=s",
+                    f"profile={profile}",
+                    "seeds.count=2",
+                ]
+            )
+        )
+    return root / "s"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ COMMITTED = REPO_ROOT / "artifacts" / "paper"
 @pytest.fixture(scope="module")
 def regenerated(artifacts_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("paper") / "paper"
-    assert paper.main(["--artifacts", str(artifacts_dir), "--out", str(out)]) == 0
+    paper.regenerate(artifacts_dir, out, verify=False)
     return out
 
 
@@ -40,13 +41,55 @@ def test_regenerates_figures_tables_and_manifest(regenerated: Path) -> None:
     assert "0.675 (27/40)" in headline
 
 
-def test_check_passes_on_an_untouched_output(
+def test_check_passes_on_an_untouched_output(artifacts_dir: Path, regenerated: Path) -> None:
+    report = paper.check(artifacts_dir, regenerated, verify=False)
+    assert report.ok
+    assert {f.verdict for f in report.files} == {paper.Verdict.IDENTICAL}
+
+
+def test_check_refuses_unverified_inputs(
     artifacts_dir: Path, regenerated: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Synthetic tables carry no cavbench manifest: the CLI refuses them (no traceback)."""
     assert (
-        paper.main(["--artifacts", str(artifacts_dir), "--out", str(regenerated), "--check"]) == 0
+        paper.main(["--artifacts", str(artifacts_dir), "--out", str(regenerated), "--check"]) == 1
     )
-    assert capsys.readouterr().out.startswith("OK:")
+    assert "ERROR:" in capsys.readouterr().err
+
+
+@pytest.fixture
+def frozen_copy(tmp_path: Path) -> Path:
+    if not (FROZEN / "manifest.json").is_file():
+        pytest.skip("artifacts/ablation is not committed")
+    return Path(shutil.copytree(FROZEN, tmp_path / "ablation"))
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda d: _truncate(d / "events.parquet"), "events.parquet"),
+        (lambda d: (d / "ledger.parquet").unlink(), "ledger.parquet is missing"),
+        (lambda d: (d / "manifest.json").unlink(), "without a manifest.json"),
+    ],
+    ids=["truncated-events", "deleted-ledger", "lost-manifest"],
+)
+def test_check_verifies_inputs_by_checksum_first(
+    frozen_copy: Path,
+    damage: Callable[[Path], None],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    damage(frozen_copy)
+    args = ["--artifacts", str(frozen_copy), "--out", str(COMMITTED), "--check"]
+    assert paper.main(args) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("ERROR:")
+    assert message in err
+    assert "Traceback" not in err
 
 
 def test_a_changed_number_or_a_missing_file_fails_the_comparison(
@@ -66,18 +109,33 @@ def test_a_changed_number_or_a_missing_file_fails_the_comparison(
     }
 
 
-def test_a_figure_whose_bytes_differ_passes_on_pixels_unless_strict(
+def test_a_binary_figure_whose_bytes_differ_passes_on_pixels_unless_strict(
     regenerated: Path, tmp_path: Path
 ) -> None:
     committed = tmp_path / "paper"
     shutil.copytree(regenerated, committed)
-    svg = committed / "figures" / "pass_k.svg"
-    svg.write_text(svg.read_text(encoding="utf-8") + "<!-- another build -->\n", encoding="utf-8")
+    pdf = committed / "figures" / "pass_k.pdf"
+    pdf.write_bytes(pdf.read_bytes() + b"% another build\n")
     report = paper.compare_outputs(committed, regenerated)
     assert report.ok
     verdicts = {f.path: f.verdict for f in report.files}
-    assert verdicts["figures/pass_k.svg"] is paper.Verdict.WITHIN_TOLERANCE
+    assert verdicts["figures/pass_k.pdf"] is paper.Verdict.WITHIN_TOLERANCE
     assert not paper.compare_outputs(committed, regenerated, strict=True).ok
+
+
+def test_an_edited_svg_label_fails_without_strict(regenerated: Path, tmp_path: Path) -> None:
+    committed = tmp_path / "paper"
+    shutil.copytree(regenerated, committed)
+    svg = committed / "figures" / "pass_k.svg"
+    text = svg.read_text(encoding="utf-8")
+    assert "pass" in text
+    svg.write_text(text.replace("pass", "fail", 1), encoding="utf-8")
+    report = paper.compare_outputs(committed, regenerated)
+    assert {f.path: f.verdict for f in report.files if not f.ok} == {
+        "figures/pass_k.svg": paper.Verdict.DIFFERENT,
+        "figures/pass_k.pdf": paper.Verdict.DIFFERENT,
+        "figures/pass_k.png": paper.Verdict.DIFFERENT,
+    } or {f.path for f in report.files if not f.ok} == {"figures/pass_k.svg"}
 
 
 def test_a_png_beyond_the_pixel_tolerance_fails(regenerated: Path, tmp_path: Path) -> None:

@@ -60,3 +60,8 @@ def slow(profile: str, delay: float) -> SlowAdapter:
 
 def not_an_adapter(profile: str) -> str:
     return f"I am not an adapter ({profile})"
+
+
+def reconciled_copy() -> ExecutionAdapter:
+    """A custom adapter's factory: no `profile` parameter (its cells carry profile=none)."""
+    return baseline("reconciled")

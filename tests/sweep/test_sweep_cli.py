@@ -175,3 +175,76 @@ def test_a_failing_cell_fails_the_sweep_but_not_the_other_cells(tmp_path: Path) 
         read_cell_manifest(d).status.value for d in cell_dirs(tmp_path / "sweeps" / "smoke")
     )
     assert statuses == ["COMPLETE", "COMPLETE", "FAILED", "FAILED"]
+
+
+def test_hydra_sweep_dir_holds_everything(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere" / "my-sweep"
+    done = run_sweep(
+        ["-m", "scenarios=mock", "profile=direct,reconciled", f"hydra.sweep.dir={target}"],
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(cell_dirs(target)) == 2
+    assert (target / "multirun.yaml").is_file()
+    assert not (tmp_path / "sweeps").exists()
+    assert cavbench_main(["collect", str(target)]) == 0
+
+
+def test_a_bad_sweep_name_fails_before_any_folder_is_made(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    done = run_sweep(["-m", "scenarios=mock", "output.name=../../x"], tmp_path / "work")
+    assert done.returncode != 0
+    assert "output.name='../../x'" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]
+    assert not any((tmp_path / "work").iterdir())
+
+
+def test_typos_and_missing_extras_fail_before_hydra(tmp_path: Path) -> None:
+    done = run_sweep(["scenarios=mock", "+seeds.cout=3"], tmp_path)
+    assert done.returncode == 1
+    assert "key 'seeds.cout' is not in the sweep config schema" in done.stderr
+    assert not (tmp_path / "sweeps").exists()
+
+
+def test_two_sweeps_into_one_folder_both_finish_every_cell(tmp_path: Path) -> None:
+    args = [
+        "-m",
+        "scenarios=mock",
+        "profile=direct,reconciled,full_lifecycle",
+        "adapter.factory._target_=tests.sweep.adapters.slow",
+        "+adapter.factory.delay=0.05",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "cavbench.sweep", *args],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    sweep = tmp_path / "sweeps" / "default"
+    assert len(_table_checksums(sweep)) == 3
+    assert cavbench_main(["collect", str(sweep)]) == 0
+
+
+def test_cavbench_sweep_console_script_completes_overrides(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("cavbench-sweep")
+    if not script.is_file():
+        pytest.skip("cavbench-sweep is not installed in this environment")
+    done = subprocess.run(
+        [str(script), "-sc", "query=bash"],
+        env={**os.environ, "COMP_LINE": "cavbench-sweep seeds.co"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=tmp_path,
+    )
+    assert "seeds.count=" in done.stdout

@@ -140,24 +140,64 @@ def test_recompute_finds_a_forged_verdict(
     assert not report.ok
     assert report.n_differing_episodes == 5
     assert {d.field for d in report.differences} == {"commit_valid_success"}
+    [change] = report.rate_changes
+    assert (change.group, change.metric, change.n) == ("direct", "CVSR", 5)
+    assert change.recorded == 5 - change.recomputed
     capsys.readouterr()
     assert cavbench_main(["recompute", str(sweep)]) == 1
-    assert "5 differences in 5 episodes" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "5 differences in 5 episodes" in out
+    assert f"  {change.line()}" in out
+    assert (
+        f"direct CVSR {change.recorded / 5:.3f} → {change.recomputed / 5:.3f} "
+        f"({change.recorded}/5 → {change.recomputed}/5)" in out
+    )
     assert cavbench_main(["recompute", str(sweep), "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["n_differing_episodes"] == 5
 
 
-def test_recompute_refuses_a_pack_that_changed(tmp_path: Path) -> None:
+def test_recompute_reads_the_pack_stored_in_the_sweep_and_checks_any_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pack = tmp_path / "mypack"
     shutil.copytree(builtin_pack_root() / "mock", pack)
     sweep = _sweep(tmp_path, f"scenarios.pack={pack}", profiles=("direct",))
-    assert recompute(sweep).ok
+    stored = read_cell_manifest(next(sweep.rglob(MANIFEST_NAME)).parent).pack
+    assert stored is not None
+    assert stored.stored == ".packs/" + stored.digest.removeprefix("sha256:")
+    assert (sweep / stored.stored / "pack.json").is_file()
     scenario = next((pack / "scenarios").glob("*.json"))
     doc = json.loads(scenario.read_text())
     doc["title"] = doc["title"] + " (edited)"
     scenario.write_text(json.dumps(doc))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert recompute(sweep).ok  # the edited pack is not used: the sweep kept its own copy
+    with pytest.raises(SweepError, match=r"--pack .* has digest"):
+        recompute(sweep, pack=pack)
+    shutil.rmtree(sweep / stored.stored)
     with pytest.raises(SweepError, match="digest"):
         recompute(sweep)
+    assert recompute(sweep, pack=builtin_pack_root() / "mock").ok
+
+
+def test_recompute_rule_reports_every_rate_and_changes_none_on_state_mutation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Golden: v1_strict changes no headline count of core-v1 (docs/methodology.md)."""
+    sweep = _sweep(
+        tmp_path, "scenarios=core-v1", "scenarios.families=[state_mutation]", profiles=("direct",)
+    )
+    report = recompute(sweep, rule="v1_strict")
+    assert [(r.group, r.metric, r.n) for r in report.rates] == [
+        ("direct", "OSR", 10),
+        ("direct", "PAOSR", 10),
+        ("direct", "CVSR", 10),
+    ]
+    assert report.rate_changes == ()
+    cavbench_main(["recompute", str(sweep), "--rule", "v1_strict"])
+    assert "→" not in capsys.readouterr().out
 
 
 def test_collect_cli_prints_the_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -176,7 +216,7 @@ def test_errors_name_the_folder(tmp_path: Path, capsys: pytest.CaptureFixture[st
     (tmp_path / "empty").mkdir()
     with pytest.raises(SweepError, match="no complete cell"):
         collect(tmp_path / "empty")
-    with pytest.raises(SweepError, match=r"nothing to recompute|no cells"):
+    with pytest.raises(SweepError, match=r"nothing to recompute|no cells|no complete cell"):
         recompute(tmp_path / "empty")
 
 

@@ -187,7 +187,7 @@ class NetworkWorld(World):
     def state(self) -> JSONObject:
         return copy_object(self._state)
 
-    def _peek(self) -> JSONObject:
+    def peek(self) -> JSONObject:
         return self._state
 
     def reset_world(self) -> None:

@@ -32,7 +32,7 @@ from cavbench.audit._protocol import (
     StateDigest,
     digest_of,
 )
-from cavbench.audit._targets import TargetSpec
+from cavbench.audit._spec import TargetSpec
 from cavbench.evaluation import DimensionStatus, ScoringRule, Verdict, evaluate
 from cavbench.runtime import AdapterSession, Environment, ToolFacade, ToolResult, ToolStatus
 from cavbench.scenarios import Scenario, ScenarioPack, load_pack
@@ -400,7 +400,10 @@ class V1Oracle:
 
     def score(self, env: OracleEnv) -> ScoreResult:
         env.probe()
-        trace = EpisodeTrace.from_json(env.live.state())
+        live = env.live
+        # The world's own trace when the oracle is handed the world itself; through the
+        # JSON state when it is handed another view of it (D6), which is what it reads.
+        trace = live.trace() if isinstance(live, V1World) else EpisodeTrace.from_json(live.state())
         return verdict_to_score(evaluate(self._domain.scenario(env.task), trace, self._rule))
 
 

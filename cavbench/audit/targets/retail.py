@@ -196,48 +196,79 @@ class RetailWorld(World):
     def __init__(self, initial: JSONObject, digests: dict[str, str] | None = None) -> None:
         super().__init__()
         self._initial = initial
-        self._db = copy_object(initial)
         self._initial_digests = digests if digests is not None else _resource_digests(initial)
+        self._reset()
+
+    def _reset(self) -> None:
+        # Copy on write: the collections are shallow copies whose resources are shared with
+        # the initial database until an action changes one (then that one is copied). A
+        # world costs two dict copies instead of a deep copy of the database.
+        self._db: JSONObject = {coll: dict(_obj(items)) for coll, items in self._initial.items()}
+        self._owned: set[tuple[str, str]] = set()
         self._digests = dict(self._initial_digests)
+        self._world: str | None = None
+
+    def _own(self, coll: str, rid: str) -> None:
+        items = _obj(self._db.get(coll))
+        if (coll, rid) not in self._owned and isinstance(items.get(rid), dict):
+            items[rid] = copy_object(_obj(items[rid]))
+            self._owned.add((coll, rid))
+        self._digests.pop(f"{coll}/{rid}", None)
+        self._world = None
 
     def apply_effect(self, action: Action) -> None:
-        apply_retail_action(self._db, action)
+        if action.name in _READ_ONLY:
+            return
         oid = str(action.args.get("order_id", ""))
         order = _obj(self._db["orders"]).get(oid)
-        if isinstance(order, dict):
-            self._digests.pop(f"orders/{oid}", None)
-            self._digests.pop(f"payments/{order.get('payment_id')}", None)
+        if not isinstance(order, dict):
+            return  # no such order: every tool answers with an error and changes nothing
+        self._own("orders", oid)
+        self._own("payments", str(order.get("payment_id")))
+        apply_retail_action(self._db, action)
 
     def state(self) -> JSONObject:
         return copy_object(self._db)
 
+    def peek(self) -> JSONObject:
+        return self._db
+
     def digest(self) -> StateDigest:
-        for coll, items in self._db.items():
-            if isinstance(items, dict):
-                for rid, value in items.items():
-                    key = f"{coll}/{rid}"
-                    if key not in self._digests:
-                        self._digests[key] = digest_of(value)
-        world = digest_of(sorted(self._digests.items()))
-        return StateDigest(world=world, log=tuple(a.digest for a in self.log()))
+        if self._world is None:
+            for coll, items in self._db.items():
+                if isinstance(items, dict):
+                    for rid, value in items.items():
+                        key = f"{coll}/{rid}"
+                        if key not in self._digests:
+                            self._digests[key] = digest_of(value)
+            self._world = digest_of(sorted(self._digests.items()))
+        return StateDigest(world=self._world, log=tuple(a.digest for a in self.log()))
 
     def reset_world(self) -> None:
-        self._db = copy_object(self._initial)
-        self._digests = dict(self._initial_digests)
+        self._reset()
+
+    def _take(self, other: RetailWorld) -> None:
+        self._db = {coll: dict(_obj(items)) for coll, items in other._db.items()}
+        for coll, rid in other._owned:  # owned resources are copied again, never shared
+            items = _obj(self._db[coll])
+            items[rid] = copy_object(_obj(items[rid]))
+        self._owned = set(other._owned)
+        self._digests = dict(other._digests)
+        self._world = other._world
+        self._log = list(other._log)
 
     def copy(self) -> RetailWorld:
         other = RetailWorld(self._initial, self._initial_digests)
-        other._db = copy_object(self._db)
-        other._digests = dict(self._digests)
-        other._log = list(self._log)
+        other._take(self)
         return other
 
     def load(self, other: World) -> None:
         if not isinstance(other, RetailWorld):
             raise AuditError("RetailWorld.load: expected a RetailWorld checkpoint")
-        self._db = copy_object(other._db)
-        self._digests = dict(other._digests)
-        self._log = list(other._log)
+        self._take(other)
+
+
+_READ_ONLY: Final = frozenset({"get_order", "respond"})
 
 
 @dataclass(frozen=True, slots=True)
