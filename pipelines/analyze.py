@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from analysis import (
     BootstrapConfig,
@@ -63,6 +63,13 @@ from analysis import (
 )
 from analysis._bootstrap import DEFAULT_CONFIG
 from analysis._errors import AnalysisConfigError
+from analysis._factors import (
+    FactorEffects,
+    factor_column,
+    factor_effects,
+    factor_effects_table,
+    factor_forest_figure,
+)
 from analysis._figures import round_numbers
 from analysis._frames import UNPOOLABLE_COLUMNS, check_single_valued, ordered_levels
 from cavbench.provenance import environment_facts
@@ -91,10 +98,20 @@ class AnalyzeOptions:
     formats: tuple[FigureFormat, ...] = tuple(FigureFormat)
     allow_incomplete: bool = False
     """Leave out cells that are unfinished or fail their checksums (listed) instead of refusing."""
+    factor: str | None = None
+    """A swept key whose levels are compared with ``baseline`` (see `docs/harness-factors.md`)."""
+    baseline: str | None = None
+    confirmatory: bool = False
+    """The factor analysis is the pre-registered confirmatory one (else flagged exploratory)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.group_by, str):
             raise AnalysisConfigError("group_by is a tuple of column names, e.g. ('profile',)")
+        if (self.factor is None) != (self.baseline is None):
+            raise AnalysisConfigError(
+                "--factor and --baseline go together (e.g. --factor harness.error_style "
+                "--baseline cavbench)"
+            )
 
 
 SYSTEM = "system"
@@ -149,6 +166,8 @@ class AnalysisBundle:
     headline: ReportTable
     contrasts_report: ReportTable | None
     plots: tuple[Plot, ...] = field(default=())
+    factor_effects: FactorEffects | None = None
+    factor_report: ReportTable | None = None
     usage: pl.DataFrame | None = None
     """Episodes, infra errors, turns, tokens and cost per group (infra errors included)."""
 
@@ -165,6 +184,10 @@ class AnalysisBundle:
             out["contrasts"] = self.contrasts.frame
         if self.dimensions is not None:
             out["dimensions"] = self.dimensions
+        if self.factor_effects is not None:
+            out["factor_effects"] = self.factor_effects.frame
+            if self.factor_effects.by_pack is not None:
+                out["factor_effects_by_pack"] = self.factor_effects.by_pack
         if self.usage is not None:
             out["usage"] = self.usage
         return out
@@ -174,6 +197,8 @@ class AnalysisBundle:
         out = {"headline": self.headline}
         if self.contrasts_report is not None:
             out["contrasts"] = self.contrasts_report
+        if self.factor_report is not None:
+            out["factor_effects"] = self.factor_report
         return out
 
 
@@ -211,7 +236,15 @@ def compute_analysis(
     group_by = options.group_by or default_group_by(episodes)
     if SYSTEM in group_by and SYSTEM not in episodes.schema:
         episodes = with_system(episodes)
+    if options.factor is not None:
+        # The factor's levels must never be pooled into one rate: group by them too.
+        column = factor_column(episodes, options.factor)
+        several_packs = "pack_id" in episodes.schema and episodes["pack_id"].n_unique() > 1
+        extra = [column] + (["pack_id"] if several_packs else [])
+        group_by = (*group_by, *(c for c in extra if c not in group_by))
     usage = usage_summary(episodes, group_by)
+    # Factor effects pair episodes and count infra errors themselves: they get all of them.
+    all_episodes = episodes
     episodes = rated_episodes(episodes)  # infra errors say nothing about the agent
     if episodes.is_empty():
         raise AnalysisConfigError("every selected episode is an infra_error; nothing to rate")
@@ -270,6 +303,18 @@ def compute_analysis(
         plots.insert(2, family_small_multiples(family_metrics, group=group_by[0]))
     if contrasts is not None and not within:
         plots.insert(-1, paired_difference_figure(contrasts.frame))
+    effects: FactorEffects | None = None
+    if options.factor is not None and options.baseline is not None:
+        effects = factor_effects(
+            all_episodes,
+            options.factor,
+            options.baseline,
+            held_fixed=factor_columns,
+            config=config,
+            permutation_resamples=options.permutation_resamples,
+            exploratory=not options.confirmatory,
+        )
+        plots.append(factor_forest_figure(effects))
     return AnalysisBundle(
         options=options,
         metrics=metrics,
@@ -281,6 +326,8 @@ def compute_analysis(
         headline=headline,
         contrasts_report=contrasts_report,
         plots=tuple(plots),
+        factor_effects=effects,
+        factor_report=None if effects is None else factor_effects_table(effects),
         usage=usage,
     )
 
@@ -316,8 +363,21 @@ class AnalysisParameters(BaseModel):
     contrast_metrics: tuple[str, ...]
     permutation_resamples: int
     pass_k_flag: str
+    factor: str | None = None
+    """The swept key of the factor-effect analysis (``--factor``), if any."""
+    baseline: str | None = None
+    confirmatory: bool = False
     family_breakdown_stratified_by: str = "family"
     """Per-family metrics resample scenarios within their family."""
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_factor(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # Without --factor the manifest stays as it was (frozen paper manifests compare equal).
+        data: dict[str, object] = handler(self)
+        if self.factor is None:
+            for key in ("factor", "baseline", "confirmatory"):
+                data.pop(key, None)
+        return data
 
     @classmethod
     def of(cls, options: AnalyzeOptions) -> AnalysisParameters:
@@ -336,6 +396,9 @@ class AnalysisParameters(BaseModel):
             contrast_metrics=tuple(str(m) for m in options.contrast_metrics),
             permutation_resamples=options.permutation_resamples,
             pass_k_flag=str(options.pass_k_flag),
+            factor=options.factor,
+            baseline=options.baseline,
+            confirmatory=options.confirmatory,
         )
 
 

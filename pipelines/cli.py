@@ -19,8 +19,8 @@ from analysis import (
     SuccessFlag,
 )
 from analysis import to_markdown as render_markdown
-from cavbench.errors import CavBenchError
-from pipelines import paper
+from cavbench.errors import CavBenchError, ConfigError
+from pipelines import deviation, paper
 from pipelines.analyze import AnalyzeOptions, run_analyze
 
 
@@ -75,7 +75,16 @@ def _stage_printer(quiet: bool) -> Callable[[str], None]:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Analyse a sweep; print the headline table; write everything to --out."""
+    # Imported here: the study package loads Hydra, which other commands do not need.
+    from cavbench.study import describe, read_preregistration
+
     try:
+        prereg = read_preregistration(args.sweep_dir) if args.sweep_dir.is_dir() else None
+        if args.confirmatory and prereg is None:
+            raise ConfigError(
+                f"--confirmatory: {args.sweep_dir} was not pre-registered (no "
+                "preregistration.json), so its analysis is exploratory (fix: drop --confirmatory)"
+            )
         options = AnalyzeOptions(
             group_by=args.group_by,
             where=tuple(args.where or ()),
@@ -93,6 +102,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             pass_k_flag=SuccessFlag(args.pass_k_flag),
             formats=args.figure_formats,
             allow_incomplete=args.allow_incomplete,
+            factor=args.factor,
+            baseline=args.baseline,
+            confirmatory=args.confirmatory,
         )
         result = run_analyze(args.sweep_dir, args.out, options, on_stage=_stage_printer(args.quiet))
     except CavBenchError as error:
@@ -101,12 +113,16 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     print(render_markdown(result.bundle.headline))
     if result.bundle.contrasts_report is not None:
         print(render_markdown(result.bundle.contrasts_report))
+    if result.bundle.factor_report is not None:
+        print(render_markdown(result.bundle.factor_report))
     usage = result.bundle.usage
     if usage is not None:
         # Cost and tokens of model-driven cells; infra errors are left out of every rate above.
         print("Model usage (infra_error episodes are excluded from the rates above):")
         with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True):
             print(usage)
+    if prereg is not None:
+        print("\n".join(describe(prereg)))
     for cell in result.manifest.skipped_cells:
         print(f"warning: left out incomplete or damaged cell {cell}", file=sys.stderr)
     print(
@@ -182,6 +198,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="leave out (and list) cells that are unfinished or fail their checksums, and read "
         "the cell folders when collected/ is stale (default: refuse)",
     )
+    p.add_argument(
+        "--factor",
+        default=None,
+        metavar="KEY",
+        help="a swept key (harness.error_style, model.temperature, adapter, profile, ...): "
+        "paired effect of each level against --baseline",
+    )
+    p.add_argument("--baseline", default=None, metavar="LEVEL", help="the --factor's baseline")
+    p.add_argument(
+        "--confirmatory",
+        action="store_true",
+        help="this factor analysis is the pre-registered one (default: flagged exploratory)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines (for CI)")
     p.set_defaults(func=cmd_analyze)
 
@@ -192,3 +221,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     paper.add_arguments(f)
     f.set_defaults(func=paper.run)
+
+    deviation.register(subparsers)

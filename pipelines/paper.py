@@ -13,6 +13,10 @@ The frozen tables are verified first, every table against the row count and cont
 checksum its ``manifest.json`` records (``cavbench.tables.verify_sweep``), so a truncated,
 deleted or edited input fails before anything is computed.
 
+Every frozen factor study beside the ablation (a folder holding a ``study.json``, such as
+``artifacts/harness-control/``) is regenerated into ``artifacts/paper/<folder>/`` as well; see
+:mod:`pipelines.factor_study`.
+
 ``--check`` regenerates into a temporary directory and compares with the committed
 ``artifacts/paper/``: every text file (CSV, Markdown, LaTeX, SVG, JSON; of the manifest, its
 inputs, parameters and layout) must match exactly, so an edited number or figure label fails; a raster image
@@ -52,6 +56,7 @@ from pipelines.analyze import (
     replace_directory,
     write_bundle,
 )
+from pipelines.factor_study import find_studies, regenerate_study
 
 DEFAULT_ARTIFACTS = Path("artifacts/ablation")
 DEFAULT_OUT = Path("artifacts/paper")
@@ -98,6 +103,9 @@ def regenerate(artifacts: Path, out: Path, *, verify: bool = True) -> AnalysisMa
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         written = write_bundle(bundle, staging, table_format="csv")
+        # Frozen factor studies beside the ablation, each into its own sub-folder.
+        for study in find_studies(artifacts.parent):
+            regenerate_study(study, staging / study.name, verify=verify)
         inputs = [s.path for s in tables.sources]
         if (artifacts / "manifest.json").is_file():
             inputs.append(artifacts / "manifest.json")
@@ -162,7 +170,9 @@ def _files(root: Path) -> dict[str, Path]:
     }
 
 
-def _compare_manifests(committed: Path, fresh: Path) -> tuple[FileComparison, list[str]]:
+def _compare_manifests(
+    committed: Path, fresh: Path, rel: str = PAPER_MANIFEST
+) -> tuple[FileComparison, list[str]]:
     old = json.loads(committed.read_text(encoding="utf-8"))
     new = json.loads(fresh.read_text(encoding="utf-8"))
     notes = []
@@ -173,10 +183,8 @@ def _compare_manifests(committed: Path, fresh: Path) -> tuple[FileComparison, li
         )
     differing = [k for k in ("inputs", "parameters", "layout") if old.get(k) != new.get(k)]
     if differing:
-        return FileComparison(
-            PAPER_MANIFEST, Verdict.DIFFERENT, f"manifest fields differ: {differing}"
-        ), notes
-    return FileComparison(PAPER_MANIFEST, Verdict.IDENTICAL), notes
+        return FileComparison(rel, Verdict.DIFFERENT, f"manifest fields differ: {differing}"), notes
+    return FileComparison(rel, Verdict.IDENTICAL), notes
 
 
 def _png_close(committed: Path, fresh: Path, tolerance: float) -> tuple[bool, str]:
@@ -206,8 +214,8 @@ def compare_outputs(
         if rel not in old:
             results.append(FileComparison(rel, Verdict.MISSING))
             continue
-        if rel == PAPER_MANIFEST:
-            comparison, manifest_notes = _compare_manifests(old[rel], new[rel])
+        if Path(rel).name == PAPER_MANIFEST:
+            comparison, manifest_notes = _compare_manifests(old[rel], new[rel], rel)
             results.append(comparison)
             notes += manifest_notes
             continue

@@ -26,6 +26,7 @@ from cavbench.study._config import (
     AdapterConf,
     FamilyName,
     OutputConf,
+    PreregConf,
     ProfileConf,
     ProfileName,
     RuleName,
@@ -37,6 +38,21 @@ from cavbench.study._config import (
     register_configs,
 )
 from cavbench.study._job import CellPlan, CellResult, run_cell, task
+from cavbench.study._prereg import (
+    DEVIATIONS_NAME,
+    PACKS_NAME,
+    PREREG_NAME,
+    Deviation,
+    DeviationKind,
+    PlanRecord,
+    Preregistration,
+    PreregState,
+    RegisteredPack,
+    describe,
+    experiment_design,
+    read_preregistration,
+    record_plan_deviation,
+)
 
 register_configs()
 register_resolver()
@@ -50,13 +66,23 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
 
 
 __all__ = [
+    "DEVIATIONS_NAME",
+    "PACKS_NAME",
+    "PREREG_NAME",
     "SCHEMA_NAME",
     "AdapterConf",
     "CellKeys",
     "CellPlan",
     "CellResult",
+    "Deviation",
+    "DeviationKind",
     "FamilyName",
     "OutputConf",
+    "PlanRecord",
+    "PreregConf",
+    "PreregState",
+    "Preregistration",
+    "RegisteredPack",
     "ProfileConf",
     "ProfileName",
     "RuleName",
@@ -68,8 +94,12 @@ __all__ = [
     "compose",
     "config_dir",
     "config_hash",
+    "describe",
+    "experiment_design",
     "job_config",
     "pack_id_of",
+    "read_preregistration",
+    "record_plan_deviation",
     "register_configs",
     "register_resolver",
     "run_cell",

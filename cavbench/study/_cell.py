@@ -246,10 +246,11 @@ def adapter_source(target: str) -> AdapterSource | None:
 
 def job_config(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config that identifies a cell's results: everything but `output`
-    (where and how to write) and Hydra's own node."""
+    (where and how to write), `prereg` (registered per sweep) and Hydra's own node."""
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     assert isinstance(container, dict)
-    config = {str(k): v for k, v in container.items() if k not in ("output", "hydra")}
+    skipped = ("output", "hydra", "prereg")
+    config = {str(k): v for k, v in container.items() if k not in skipped}
     # Execution-only settings and an unused model group do not identify results.
     if isinstance(config.get("adapter"), dict):
         config["adapter"] = {k: v for k, v in config["adapter"].items() if k != "max_concurrency"}

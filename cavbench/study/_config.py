@@ -105,6 +105,18 @@ class SeedsConf:
 
 
 @dataclass
+class PreregConf:
+    """Pre-registration (see `docs/harness-factors.md`). Not part of a cell's identity."""
+
+    analysis_plan: str | None = None
+    """Path of the analysis plan; set, the first job registers it and the experiment config
+    in `SWEEP_DIR/preregistration.json` before any episode runs."""
+    deviation: str | None = None
+    """Why the experiment config or plan changed since registration (appended to
+    `SWEEP_DIR/deviations.jsonl`); without it such a change stops the job."""
+
+
+@dataclass
 class OutputConf:
     """Where and how a sweep writes. Not part of a cell's identity or config hash."""
 
@@ -132,6 +144,7 @@ class SweepConfig:
     model: dict[str, Any] = field(default_factory=dict)
     """Group `model/`: the chat model of adapter=llm (empty for the profiles)."""
     output: OutputConf = field(default_factory=OutputConf)
+    prereg: PreregConf = field(default_factory=PreregConf)
 
 
 def register_configs() -> None:

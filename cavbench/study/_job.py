@@ -35,7 +35,7 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from cavbench.adapters import ExecutionAdapter
-from cavbench.errors import ConfigError
+from cavbench.errors import CavBenchError, ConfigError
 from cavbench.evaluation import ScoringRule, Verdict, evaluate
 from cavbench.runner import relaxed_gc, run_episode, select
 from cavbench.scenarios import Scenario, load_pack
@@ -50,6 +50,7 @@ from cavbench.study._cell import (
     job_config,
     takes_profile,
 )
+from cavbench.study._prereg import check_in
 from cavbench.study._sharing import (
     cell_lock,
     record_failure,
@@ -250,10 +251,37 @@ def _adapter_changed(plan: CellPlan, existing: CellManifest) -> str | None:
     return None
 
 
+def _check_preregistration(cfg: DictConfig, plan: CellPlan) -> None:
+    """Register the sweep (first job), or check this job against it, before any episode."""
+    replacing: str | None = None
+    if plan.overwrite and (plan.cell_dir / "manifest.json").is_file():
+        try:
+            existing = read_cell_manifest(plan.cell_dir)
+        except TableError:
+            existing = None
+        if existing is not None and existing.status is CellStatus.COMPLETE:
+            replacing = existing.config_hash
+    try:
+        loaded = load_pack(plan.pack_ref)
+        pack: tuple[str, str] | None = (loaded.pack_id, loaded.digest)
+    except CavBenchError:
+        pack = None  # the job fails on its own, recording FAILED and its traceback
+    check_in(
+        cfg,
+        sweep=plan.sweep,
+        sweep_dir=plan.sweep_dir,
+        cell=plan.cell,
+        replacing_config_hash=replacing,
+        config_hash=plan.config_hash,
+        pack=pack,
+    )
+
+
 def run_cell(cfg: DictConfig) -> CellResult:
     """Run one cell as configured, or skip it when it is already complete and intact."""
     plan = CellPlan.from_config(cfg)
     with cell_lock(plan.cell_dir, plan.cell):
+        _check_preregistration(cfg, plan)
         return _run_locked(plan)
 
 

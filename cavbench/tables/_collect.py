@@ -21,7 +21,14 @@ import pyarrow.parquet as pq
 from cavbench import provenance
 from cavbench.tables._checksum import file_content_sha256
 from cavbench.tables._errors import SweepError, TableError
-from cavbench.tables._io import COMPRESSION, FOOTER_KEY, read_table, tmp_path, verify_table
+from cavbench.tables._io import (
+    COMPRESSION,
+    FOOTER_KEY,
+    read_table,
+    replace_atomically,
+    tmp_path,
+    verify_table,
+)
 from cavbench.tables._manifest import (
     MANIFEST_NAME,
     CellManifest,
@@ -141,6 +148,11 @@ def _with_keys(data: pa.Table, schema: pa.Schema, manifest: CellManifest) -> pa.
     return pa.Table.from_arrays(columns, schema=schema)
 
 
+PREREGISTRATION_FILES = ("preregistration.json", "deviations.jsonl", "registered_packs.jsonl")
+"""A pre-registered sweep's registration and deviation log (`cavbench.study`); collect copies
+them beside the merged tables, so a frozen copy keeps its registration."""
+
+
 def collect(
     sweep_dir: Path, out_dir: Path | None = None, *, allow_incomplete: bool = False
 ) -> CollectResult:
@@ -229,6 +241,9 @@ def collect(
         ),
         tables=tables,
     )
+    for name in PREREGISTRATION_FILES:
+        if (sweep_dir / name).is_file():
+            replace_atomically(out_dir / name, (sweep_dir / name).read_bytes())
     write_manifest(out_dir, manifest_out)
     log.info("collected %d cells into %s", len(good), out_dir)
     return CollectResult(out_dir=out_dir, manifest=manifest_out, left_out=tuple(bad))

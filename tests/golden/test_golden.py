@@ -77,7 +77,7 @@ def _normalise(row: dict[str, object]) -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("pack_id", ["core-v1", "mock"])
+@pytest.mark.parametrize("pack_id", ["core-v1", "mock", "netops-v1"])
 def test_per_scenario_verdicts(pack_id: str) -> None:
     with open(HERE / f"{pack_id}.expected.csv", newline="") as fh:
         expected = {(r["scenario_id"], r["profile"]): _normalise(r) for r in csv.DictReader(fh)}

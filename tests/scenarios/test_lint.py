@@ -11,7 +11,7 @@ from cavbench.cli import main
 from cavbench.scenarios import LintCode, lint_scenario, load_pack
 
 
-@pytest.mark.parametrize("pack", ["core-v1", "mock"])
+@pytest.mark.parametrize("pack", ["core-v1", "mock", "netops-v1"])
 def test_shipped_packs_are_lint_clean(pack: str) -> None:
     assert [str(f) for s in load_pack(pack).scenarios for f in lint_scenario(s)] == []
 

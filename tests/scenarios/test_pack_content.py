@@ -144,7 +144,7 @@ def _golden(pack: str) -> list[dict[str, str]]:
 
 
 def _all_files() -> list[Path]:
-    return [*_scenario_files("core-v1"), *_scenario_files("mock")]
+    return [f for p in ("core-v1", "mock", "netops-v1") for f in _scenario_files(p)]
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +170,7 @@ def test_document_is_pretty_printed(path: Path) -> None:
     assert text == json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n"
 
 
-@pytest.mark.parametrize("pack", ["core-v1", "mock"])
+@pytest.mark.parametrize("pack", ["core-v1", "mock", "netops-v1"])
 def test_manifest_lists_exactly_the_documents(pack: str) -> None:
     manifest = _manifest(pack)
     assert manifest["pack_id"] == pack
@@ -212,7 +212,7 @@ def _writes(doc: Doc) -> list[Doc]:
     return [s for s in steps if s["kind"] in {"write", "compensate"}]
 
 
-@pytest.mark.parametrize("pack", ["core-v1", "mock"])
+@pytest.mark.parametrize("pack", ["core-v1", "mock", "netops-v1"])
 def test_every_write_targets_an_existing_resource_and_has_an_identity(pack: str) -> None:
     for doc in _docs(pack):
         state = doc["world"]["initial_state"]
@@ -300,7 +300,7 @@ def test_core_golden_direct_rates_per_family() -> None:
     assert osr_failures == ["IA-03", "IA-07", "IA-10"]
 
 
-@pytest.mark.parametrize("pack", ["core-v1", "mock"])
+@pytest.mark.parametrize("pack", ["core-v1", "mock", "netops-v1"])
 def test_packs_load_with_the_project_loader(pack: str) -> None:
     from cavbench.scenarios import load_pack_dir
 
