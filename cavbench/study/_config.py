@@ -71,6 +71,15 @@ class AdapterConf:
     max_concurrency: int = 1
     """Episodes of a cell run at once (threads; for I/O-bound adapters such as adapter=llm).
     Results do not depend on it, so it is not part of the config hash."""
+    # `adapter=external` (an out-of-process candidate, cavbench.gateway.external):
+    command: str | None = None
+    """The candidate's command line, run once per episode."""
+    transport: str = "rest"
+    """`rest` or `mcp`: how the candidate reaches its gateway session."""
+    time_limit_s: float = 60.0
+    """Wall-clock limit of one candidate process (killed and recorded when it overruns)."""
+    cwd: str | None = None
+    """The candidate's working directory (default: the sweep's)."""
 
 
 @dataclass

@@ -15,6 +15,8 @@ def public(obj: object) -> set[str]:
 def test_session_exposes_only_scenario_tools_clarify_escalate(kit: Any) -> None:
     session = Environment(kit.scenario()).session()
     assert isinstance(session, AdapterSession)
+    # `seed` and `repetition` say which episode this is (an out-of-process candidate is told
+    # the seed; a model-driven adapter keys its cache on both).
     assert public(session) == {"scenario", "tools", "clarify", "escalate", "seed", "repetition"}
     assert not hasattr(session, "__dict__")  # no room to hang anything else on it
 
