@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from enum import Enum
 
 from cavbench.adapters import AdapterFailure, AdapterResult, BaselineAdapter, ExecutionAdapter
-from cavbench.errors import SelectionError
+from cavbench.errors import CacheMissError, SelectionError
 from cavbench.evaluation import ScoringRule, Verdict, evaluate
 from cavbench.redaction import redact, safe_text
 from cavbench.runtime import Environment
 from cavbench.scenarios import Family, Scenario, ScenarioPack
 from cavbench.trace import (
     AdapterReport,
+    AgentTranscript,
     CompletionStatus,
     EpisodeStatus,
     EpisodeTrace,
@@ -163,6 +164,7 @@ def run_episode(
     *,
     seed: int = 0,
     run_id: str = "",
+    repetition: int = 0,
     time_limit: float | None = None,
 ) -> EpisodeTrace:
     """Run one episode. Whatever the adapter raises — its own bug, a facade call the world
@@ -181,7 +183,9 @@ def run_episode(
     # the baseline hot path free of the per-episode copies every other adapter gets.
     _watch_sigint()
     trusted = type(adapter) is BaselineAdapter
-    env = Environment(scenario, seed=seed, run_id=run_id, isolate=not trusted)
+    env = Environment(
+        scenario, seed=seed, run_id=run_id, repetition=repetition, isolate=not trusted
+    )
     try:
         return _run(scenario, adapter, env, time_limit, run_id)
     finally:
@@ -217,19 +221,26 @@ def _run(
                 "",
                 EpisodeStatus.TIMEOUT.value,
             )
-            return env.finalize(_failed_report(adapter), env.executed_digest(scenario))
+            return env.finalize(_failed_report(adapter), None, env.executed_digest(scenario))
+    if isinstance(outcome.error, CacheMissError):
+        # An offline cache or a replay that lacks an answer is the harness's configuration
+        # failing, not the adapter: it propagates and fails the job.
+        raise outcome.error
     if outcome.error is not None:
         env.run_error(_describe(outcome.error), _format_traceback(outcome.error))
         report = _failed_report(adapter, outcome.error)
-        return env.finalize(report, env.executed_digest(scenario))
+        return env.finalize(report, None, env.executed_digest(scenario))
+    agent: AgentTranscript | None = None
     try:
         report = _report(adapter, outcome.result)
+        found = getattr(outcome.result, "agent", None)
+        agent = found if isinstance(found, AgentTranscript) else None
     except BaseException as exc:  # a result whose attributes raise
         if _real_interrupt(exc, interrupts):
             raise
         env.run_error(_describe(exc), _format_traceback(exc))
         report = _failed_report(adapter)
-    return env.finalize(report, env.executed_digest(scenario))
+    return env.finalize(report, agent, env.executed_digest(scenario))
 
 
 def replay(

@@ -19,6 +19,7 @@ from cavbench.scenarios import FaultMode, Injection, Scenario, deep_copy, execut
 from cavbench.trace import (
     JSON,
     AdapterReport,
+    AgentTranscript,
     EpisodeTrace,
     EventType,
     JSONObject,
@@ -57,13 +58,20 @@ class Environment:
         "_ledger",
         "_state",
         "_view",
+        "repetition",
         "run_id",
         "scenario_id",
         "seed",
     )
 
     def __init__(
-        self, scenario: Scenario, *, seed: int = 0, run_id: str = "", isolate: bool = True
+        self,
+        scenario: Scenario,
+        *,
+        seed: int = 0,
+        run_id: str = "",
+        repetition: int = 0,
+        isolate: bool = True,
     ) -> None:
         # Everything the adapter can reach from its session (the view, and through the
         # facade this object) is this episode's own copy; the pack's scenario is not kept
@@ -73,6 +81,7 @@ class Environment:
         self.scenario_id = scenario.id
         self.seed = seed
         self.run_id = run_id
+        self.repetition = repetition
         world = scenario.world
         self._isolated = isolate
         if isolate:
@@ -105,7 +114,12 @@ class Environment:
     def session(self) -> AdapterSession:
         """The adapter's session: this episode's copy of the view and a facade over this
         environment."""
-        return AdapterSession(self._view, ToolFacade(self, checked=self._isolated), seed=self.seed)
+        return AdapterSession(
+            self._view,
+            ToolFacade(self, checked=self._isolated),
+            seed=self.seed,
+            repetition=self.repetition,
+        )
 
     def close(self) -> None:
         """End the adapter's access: every later facade call raises `EpisodeClosed` (a
@@ -384,7 +398,12 @@ class Environment:
     def events(self) -> tuple[TraceEvent, ...]:
         return tuple(self._events)
 
-    def finalize(self, report: AdapterReport, scenario_digest: str = "") -> EpisodeTrace:
+    def finalize(
+        self,
+        report: AdapterReport,
+        agent: AgentTranscript | None = None,
+        scenario_digest: str = "",
+    ) -> EpisodeTrace:
         """Freeze the episode. The adapter's report is stored as given; nothing scores it
         except the evaluator's overclaim check on `completion_status`. (The runner also
         `close`s the world; the audit keeps acting on a finalized one.)"""
@@ -396,5 +415,6 @@ class Environment:
             final_state=self._state.snapshot(),
             side_effects=self._ledger.rows,
             adapter_report=report,
+            agent=agent,
             scenario_digest=scenario_digest,
         )

@@ -249,7 +249,13 @@ def job_config(cfg: DictConfig) -> dict[str, Any]:
     (where and how to write), `prereg` (registered per sweep) and Hydra's own node."""
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     assert isinstance(container, dict)
-    config = {str(k): v for k, v in container.items() if k not in ("output", "hydra", "prereg")}
+    skipped = ("output", "hydra", "prereg")
+    config = {str(k): v for k, v in container.items() if k not in skipped}
+    # Execution-only settings and an unused model group do not identify results.
+    if isinstance(config.get("adapter"), dict):
+        config["adapter"] = {k: v for k, v in config["adapter"].items() if k != "max_concurrency"}
+    if not config.get("model"):
+        config.pop("model", None)
     # Unset limits leave the identity (and hash) of every earlier cell unchanged.
     limits = config.get("limits")
     if isinstance(limits, dict) and all(v is None for v in limits.values()):

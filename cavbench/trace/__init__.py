@@ -1,5 +1,6 @@
 """Episode records shared by the runtime (writer), the evaluator and the tables (readers)."""
 
+from cavbench.trace._agent import AgentTranscript, MessageRecord, ModelCallRecord, StopReason
 from cavbench.trace._records import (
     JSON,
     TRACE_SCHEMA_VERSION,
@@ -20,14 +21,18 @@ __all__ = [
     "JSON",
     "TRACE_SCHEMA_VERSION",
     "AdapterReport",
+    "AgentTranscript",
     "CompletionStatus",
     "EpisodeStatus",
     "EpisodeTrace",
     "EventType",
     "JSONObject",
     "LedgerRow",
+    "MessageRecord",
+    "ModelCallRecord",
     "Resource",
     "State",
+    "StopReason",
     "TraceEvent",
     "severity_of",
 ]

@@ -13,6 +13,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, NamedTuple, TypeAlias
 
+from cavbench.trace._agent import AgentTranscript, StopReason
+
 JSON: TypeAlias = bool | int | float | str | list["JSON"] | dict[str, "JSON"] | None
 JSONObject: TypeAlias = dict[str, JSON]
 Resource: TypeAlias = dict[str, JSON]
@@ -233,20 +235,11 @@ class EpisodeTrace:
     final_state: State
     side_effects: tuple[LedgerRow, ...]
     adapter_report: AdapterReport
+    agent: AgentTranscript | None = None
+    """Model calls and transcript of a model-driven adapter (not part of `as_json`)."""
     scenario_digest: str = ""
     """Digest of the scenario as this episode ran it (`Scenario.digest` unless something
     altered the episode's copy); empty for traces recorded before it existed."""
-
-    @property
-    def status(self) -> EpisodeStatus:
-        """`completed` unless the harness recorded a `run_error` (its `metadata.status`)."""
-        for event in reversed(self.events):
-            if event.event_type is EventType.RUN_ERROR:
-                try:
-                    return EpisodeStatus(str(event.metadata.get("status", "adapter_error")))
-                except ValueError:
-                    return EpisodeStatus.ADAPTER_ERROR
-        return EpisodeStatus.COMPLETED
 
     @property
     def error(self) -> str | None:
@@ -256,6 +249,23 @@ class EpisodeTrace:
                 text = event.metadata.get("traceback") or event.metadata.get("message")
                 return str(text) if text else "adapter raised"
         return None
+
+    @property
+    def status(self) -> EpisodeStatus:
+        """How the episode ended, as the harness sees it (not what the adapter claimed):
+        `infra_error` from a model-driven adapter's stop reason, else the `metadata.status`
+        of the harness's `run_error` event (`timeout`, `adapter_error`), else `completed`."""
+        if self.agent is not None and self.agent.stop_reason is StopReason.INFRA_ERROR:
+            return EpisodeStatus.INFRA_ERROR
+        for event in reversed(self.events):
+            if event.event_type is EventType.RUN_ERROR:
+                try:
+                    return EpisodeStatus(str(event.metadata.get("status", "adapter_error")))
+                except ValueError:
+                    return EpisodeStatus.ADAPTER_ERROR
+        if self.agent is not None and self.agent.stop_reason is StopReason.MODEL_ERROR:
+            return EpisodeStatus.ADAPTER_ERROR
+        return EpisodeStatus.COMPLETED
 
     def as_json(self) -> JSONObject:
         out: JSONObject = {
