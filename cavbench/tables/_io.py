@@ -19,9 +19,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cavbench.tables._checksum import (
-    BATCH_ROWS,
     ContentDigest,
     content_sha256,
+    file_batches,
     file_content_sha256,
     type_tag,
 )
@@ -132,7 +132,11 @@ class TableWriter:
         self._footer = dict(footer)
         self._tmp = tmp_path(self.path)
         self._digest = ContentDigest(self.schema)
-        self._writer = pq.ParquetWriter(self._tmp, self.schema, compression=COMPRESSION)
+        # No stored Arrow schema: its metadata is fixed at open, before the footer facts are
+        # known, and would hide them. Readers cast to the declared schema anyway.
+        self._writer = pq.ParquetWriter(
+            self._tmp, self.schema, compression=COMPRESSION, store_schema=False
+        )
 
     def write(self, data: pa.Table) -> None:
         """Append rows (a table of the declared schema, e.g. from `build_table`)."""
@@ -148,7 +152,8 @@ class TableWriter:
             "rows": self._digest.rows,
             "content_sha256": digest,
         }
-        # Parquet key-value metadata: written in the file's footer at close.
+        # Parquet key-value metadata: written in the file's footer at close, and read back
+        # as the Arrow schema's metadata (as `write_table`'s footer is).
         self._writer.add_key_value_metadata({FOOTER_KEY: json.dumps(facts, sort_keys=True)})
         try:
             self._writer.close()
@@ -257,7 +262,7 @@ def read_batches(path: Path, table: Table) -> Iterator[pa.Table]:
     expected = check_table_file(path, table)
     stamped = expected.with_metadata({FOOTER_KEY: _raw_footer(path) or b""})
     try:
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
+        for batch in file_batches(pq.ParquetFile(path)):
             cast = pa.Table.from_batches([batch]).cast(stamped)
             _check_not_null(path, cast)
             yield cast
