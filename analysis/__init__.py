@@ -26,18 +26,30 @@ from analysis._calibration import (
     CalibrationResult,
     CalibrationSetup,
     CoverageEstimate,
+    PairedCalibrationResult,
+    PairedMethod,
+    PairedTest,
+    PooledEstimate,
+    RejectionEstimate,
+    over_seeds,
     run_calibration,
+    run_paired_calibration,
+    true_paired_difference,
 )
 from analysis._contrasts import (
     ContrastsResult,
+    PermutationMethod,
+    PermutationTest,
     holm_adjust,
     mcnemar_exact,
     paired_contrasts,
     paired_permutation_p,
+    permutation_test_result,
 )
 from analysis._errors import (
     AnalysisConfigError,
     AnalysisError,
+    AnalysisWarning,
     MixedInputError,
     SweepNotFoundError,
     TableSchemaError,
@@ -57,6 +69,8 @@ from analysis._factors import (
 from analysis._figures import (
     FigureFormat,
     Plot,
+    dimension_heatmap,
+    family_heatmap,
     family_small_multiples,
     figure_style,
     osr_cvsr_dumbbell,
@@ -77,7 +91,15 @@ from analysis._intervals import Interval, binomial_interval, jeffreys_interval, 
 from analysis._io import Layout, SweepTables, TableSource, read_sweep, sha256_file
 from analysis._metrics import MetricsResult, effective_n, headline_metrics, rate_counts
 from analysis._passk import pass_hat_k, pass_hat_k_per_task
-from analysis._report import ReportTable, contrasts_table, headline_table, to_latex, to_markdown
+from analysis._report import (
+    ReportTable,
+    contrasts_table,
+    headline_table,
+    to_great_table,
+    to_html,
+    to_latex,
+    to_markdown,
+)
 from analysis._synthetic import (
     GOLDEN_ABLATION_COUNTS,
     SyntheticTables,
@@ -92,6 +114,7 @@ from analysis._vocab import (
     SmallNMethod,
     SuccessFlag,
     VerdictStatus,
+    pretty_label,
 )
 
 __all__ = [
@@ -105,6 +128,7 @@ __all__ = [
     "VERDICT_COLUMNS",
     "AnalysisConfigError",
     "AnalysisError",
+    "AnalysisWarning",
     "BootstrapConfig",
     "BootstrapResult",
     "CalibrationMethod",
@@ -124,6 +148,13 @@ __all__ = [
     "MetricsResult",
     "MixedInputError",
     "NamedStatistic",
+    "RejectionEstimate",
+    "PooledEstimate",
+    "PairedTest",
+    "PairedMethod",
+    "PairedCalibrationResult",
+    "PermutationMethod",
+    "PermutationTest",
     "Plot",
     "Ratio",
     "RatioDifference",
@@ -149,6 +180,8 @@ __all__ = [
     "factor_effects_table",
     "factor_forest_figure",
     "failure_code_breakdown",
+    "dimension_heatmap",
+    "family_heatmap",
     "family_small_multiples",
     "figure_style",
     "grouped_tasks",
@@ -162,6 +195,8 @@ __all__ = [
     "paired_contrasts",
     "paired_difference_figure",
     "paired_permutation_p",
+    "pretty_label",
+    "permutation_test_result",
     "pass_hat_k",
     "pass_hat_k_per_task",
     "pass_k_figure",
@@ -170,8 +205,13 @@ __all__ = [
     "resample_totals",
     "resample_weights",
     "run_calibration",
+    "true_paired_difference",
+    "run_paired_calibration",
+    "over_seeds",
     "sha256_file",
     "simulate_episodes",
+    "to_great_table",
+    "to_html",
     "to_latex",
     "to_markdown",
     "validity_gap_figure",

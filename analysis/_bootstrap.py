@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 from scipy.special import ndtr, ndtri
+from scipy.stats import t as t_distribution
 
 from analysis._errors import AnalysisConfigError
 from analysis._vocab import IntervalMethod
@@ -48,6 +49,12 @@ class BootstrapConfig:
     """A task-level column (e.g. ``family``): resample tasks within each of its strata."""
 
     def __post_init__(self) -> None:
+        try:  # accept the plain string ("bca") as well as the enum member
+            object.__setattr__(self, "method", IntervalMethod(self.method))
+        except ValueError:
+            raise AnalysisConfigError(
+                f"method must be one of {[m.value for m in IntervalMethod]}, got {self.method!r}"
+            ) from None
         if self.n_resamples < 1:
             raise AnalysisConfigError(
                 f"n_resamples must be at least 1, got {self.n_resamples} (fix: use e.g. 10000)"
@@ -319,6 +326,61 @@ def bca_bounds(
     return float(low), float(high)
 
 
+def cluster_robust_t_bounds(
+    matrix: TaskMatrix,
+    statistics: Sequence[NamedStatistic],
+    level: float,
+    stratified: bool = False,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Cluster-robust t intervals: estimate +/- t(df) x SE, with the SE from the per-task
+    linearisation (influence values) of each ratio or ratio difference.
+
+    ``var = T / (T - 1) * sum(z_i ** 2)`` over tasks (per stratum, with the stratum's own
+    factor and centring, when ``stratified``); ``df = T - 1`` (``T - strata``). This is the
+    CR1 sandwich variance with the small-sample t reference of Cameron & Miller (2015), the
+    usual choice when there are few clusters. Rates are clipped to [0, 1], differences and
+    gaps to [-1, 1]. Returns ``(low, high, standard_error)``.
+    """
+    compiled = _compile(statistics, matrix)
+    x = matrix.values
+    n_tasks = matrix.n_tasks
+    ext = np.concatenate([x, np.zeros((n_tasks, 1)), np.ones((n_tasks, 1))], axis=1)
+    totals = ext.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        influence = np.zeros((n_tasks, len(statistics)))
+        for sign, plus, minus, over in (
+            (1.0, compiled.left_plus, compiled.left_minus, compiled.left_over),
+            (-1.0, compiled.right_plus, compiled.right_minus, compiled.right_over),
+        ):
+            ratio = (totals[plus] - totals[minus]) / totals[over]
+            influence += (
+                sign * ((ext[:, plus] - ext[:, minus]) - ratio * ext[:, over]) / totals[over]
+            )
+        estimate = _evaluate(compiled, totals[: len(matrix.columns)])
+    labels = matrix.strata if stratified and matrix.strata is not None else ("",) * n_tasks
+    strata = np.asarray(labels, dtype=object)
+    variance = np.zeros(len(statistics))
+    df = 0
+    for label in sorted(set(labels)):
+        rows = influence[strata == label]
+        size = rows.shape[0]
+        if size < 2:
+            continue
+        centred = rows - rows.mean(axis=0)
+        variance += size / (size - 1.0) * np.sum(centred**2, axis=0)
+        df += size - 1
+    se = np.sqrt(variance)
+    if df < 1:
+        nan = np.full(len(statistics), np.nan)
+        return nan, nan, nan
+    half = float(t_distribution.ppf(0.5 + level / 2.0, df)) * se
+    is_rate = (compiled.right_over == len(matrix.columns) + 1) & (
+        compiled.left_minus == len(matrix.columns)
+    )
+    floor = np.where(is_rate, 0.0, -1.0)
+    return np.clip(estimate - half, floor, 1.0), np.clip(estimate + half, floor, 1.0), se
+
+
 def clustered_bootstrap(
     matrix: TaskMatrix,
     statistics: Sequence[NamedStatistic],
@@ -352,7 +414,16 @@ def clustered_bootstrap(
     jackknife: FloatArray | None = None
     if config.method is IntervalMethod.BCA:
         jackknife = _evaluate(compiled, totals[None, :] - matrix.values)
+    t_bounds: tuple[FloatArray, FloatArray, FloatArray] | None = None
+    if config.method is IntervalMethod.CLUSTER_T:
+        t_bounds = cluster_robust_t_bounds(
+            matrix, statistics, config.level, stratified=config.stratify_by is not None
+        )
     for j in range(n_stats):
+        if t_bounds is not None and np.isfinite(t_bounds[0][j]):
+            low[j], high[j] = t_bounds[0][j], t_bounds[1][j]
+            continue
+        fallback[j] = t_bounds is not None  # fewer than two tasks: no t interval
         bounds: tuple[float, float] | None = None
         if jackknife is not None:
             bounds = bca_bounds(replicates[:, j], float(estimate[j]), jackknife[:, j], config.level)

@@ -90,6 +90,7 @@ def dimension_breakdown(
             verdicts = verdicts.join(
                 episodes.select("episode_id", *missing), on="episode_id", how="left"
             )
+    require_group_columns(verdicts, group_by, "verdicts")
     status = pl.col("status")
     counted = (
         verdicts.group_by([*group_by, "dimension"])

@@ -10,12 +10,16 @@ flips of the per-task differences, via ``scipy.stats.permutation_test``).
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
+from fractions import Fraction
 
 import numpy as np
 import polars as pl
 from scipy.stats import binomtest, permutation_test
+from statsmodels.stats.multitest import multipletests
 
 from analysis._bootstrap import (
     DEFAULT_CONFIG,
@@ -35,6 +39,8 @@ from analysis._frames import (
     grouped_tasks,
     ordered_levels,
     require_columns,
+    require_group_columns,
+    require_rows,
 )
 from analysis._vocab import Metric
 
@@ -56,8 +62,11 @@ CONTRAST_COLUMNS: tuple[str, ...] = (
     "right_higher",
     "mcnemar_p",
     "permutation_p",
+    "permutation_method",
+    "permutation_p_floor",
     "mcnemar_p_holm",
     "permutation_p_holm",
+    "excluded",
 )
 """Columns of a contrasts frame after the grouping (`within`) columns, in order."""
 
@@ -65,28 +74,31 @@ CONTRAST_COLUMNS: tuple[str, ...] = (
 def holm_adjust(p_values: Sequence[float]) -> list[float]:
     """Holm's step-down adjustment of a family of p-values (NaN entries are left out).
 
+    Computed by ``statsmodels.stats.multitest.multipletests(method="holm")`` on the finite
+    entries; a NaN (a contrast that was not tested) is no member of the family.
+
     >>> holm_adjust([0.01, 0.04, 0.03])
     [0.03, 0.06, 0.06]
+    >>> holm_adjust([0.01, float("nan")])
+    [0.01, nan]
     """
     values = np.asarray(p_values, dtype=float)
     adjusted = np.full(values.shape, np.nan)
     present = np.flatnonzero(np.isfinite(values))
-    m = present.size
-    order = present[np.argsort(values[present], kind="stable")]
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * float(values[i])))
-        adjusted[i] = running
+    if present.size:
+        adjusted[present] = multipletests(values[present], method="holm")[1]
     return [round(float(v), 15) for v in adjusted]
 
 
 def mcnemar_exact(left_higher: int, right_higher: int) -> float:
     """Two-sided exact McNemar p-value from the two discordant counts (a binomial sign test).
 
+    Never 0: with ``d`` discordant tasks the smallest value is ``2 ** (1 - d)``.
+
     >>> mcnemar_exact(5, 0)
     0.0625
-    >>> mcnemar_exact(0, 0)
-    1.0
+    >>> mcnemar_exact(0, 0), mcnemar_exact(1, 0)
+    (1.0, 1.0)
     """
     discordant = left_higher + right_higher
     if discordant == 0:
@@ -94,28 +106,98 @@ def mcnemar_exact(left_higher: int, right_higher: int) -> float:
     return float(binomtest(left_higher, discordant, 0.5).pvalue)
 
 
+class PermutationMethod(StrEnum):
+    """How a paired permutation p-value was computed."""
+
+    EXACT = "exact"
+    """Every sign flip of the differing tasks counted (the exact null distribution)."""
+    MONTE_CARLO = "monte_carlo"
+    """Seeded random sign flips; the p-value cannot fall below ``1 / (resamples + 1)``."""
+
+
+@dataclass(frozen=True)
+class PermutationTest:
+    """A paired sign-flip permutation test's two-sided p-value and how it was obtained."""
+
+    p_value: float
+    method: PermutationMethod
+    n_differing: int
+    """Tasks whose two values differ (the only ones a sign flip can move)."""
+    floor: float | None
+    """Smallest p-value the Monte Carlo test can report (``1 / (B + 1)``); None when exact."""
+
+
+EXACT_WORK_LIMIT = 200_000_000
+"""Largest tasks x grid-range product the exact convolution may cost (about a second);
+beyond it the test falls back to random sign flips and reports their floor."""
+MAX_DENOMINATOR = 10_000
+"""Per-task rates are counts over at most this many episodes when recovered as fractions."""
+
+
+def _integer_grid(differences: np.ndarray) -> np.ndarray | None:
+    """The differences as integers on a common grid, or None when no small grid fits.
+
+    Per-task rates are counts over episodes, so their differences are fractions with small
+    denominators; scaled by the least common multiple of those denominators they are integers.
+    """
+    fractions = [Fraction(float(d)).limit_denominator(MAX_DENOMINATOR) for d in differences]
+    if any(abs(float(f) - float(d)) > 1e-12 for f, d in zip(fractions, differences, strict=True)):
+        return None
+    scale = math.lcm(*(f.denominator for f in fractions))
+    grid = np.array([int(f * scale) for f in fractions], dtype=np.int64)
+    if grid.size * (2 * int(np.abs(grid).sum()) + 1) > EXACT_WORK_LIMIT:
+        return None
+    return grid
+
+
+def _exact_sign_flip_p(grid: np.ndarray) -> float:
+    """P(|sum of randomly signed grid values| >= |observed sum|), by convolution.
+
+    The null distribution of the signed sum is built one task at a time (each task adds or
+    subtracts its value with probability 1/2), so the cost is tasks x range, not 2 ** tasks.
+    """
+    total = int(np.abs(grid).sum())
+    probability = np.zeros(2 * total + 1)
+    probability[total] = 1.0
+    for value in np.abs(grid):
+        v = int(value)
+        shifted = np.zeros_like(probability)
+        shifted[v:] += probability[: probability.size - v]
+        shifted[: probability.size - v] += probability[v:]
+        probability = 0.5 * shifted
+    observed = abs(int(grid.sum()))
+    support = np.abs(np.arange(-total, total + 1))
+    return float(min(1.0, probability[support >= observed].sum()))
+
+
 def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
     return np.asarray(np.mean(x - y, axis=axis))
 
 
-def paired_permutation_p(
+def permutation_test_result(
     left: np.ndarray, right: np.ndarray, *, n_resamples: int = 9_999, seed: int = 0
-) -> float:
-    """Two-sided paired permutation p-value of the mean per-task difference.
+) -> PermutationTest:
+    """Two-sided paired sign-flip permutation test of the mean per-task difference.
 
     Tasks with equal values contribute nothing under any relabelling, so only the differing
-    tasks are permuted; with at most ``log2(n_resamples)`` of them the test is exact.
+    tasks are flipped. The test is exact whenever the differences sit on a small common grid
+    (always, for per-task rates of counts over a few episodes): the null distribution of the
+    summed differences is convolved task by task. Otherwise ``n_resamples`` seeded random
+    flips are drawn (``scipy.stats.permutation_test``) and the floor ``1 / (B + 1)`` is
+    reported with the p-value. One differing task gives p = 1 (both signs are as extreme).
 
-    >>> paired_permutation_p(np.array([1.0] * 5 + [0.0] * 35), np.zeros(40))
-    0.0625
-    >>> paired_permutation_p(np.array([1.0, 0.0]), np.zeros(2))  # one differing task
-    1.0
+    >>> permutation_test_result(np.array([1.0, 0.0, 0.0]), np.zeros(3))
+    PermutationTest(p_value=1.0, method=<PermutationMethod.EXACT: 'exact'>, n_differing=1, floor=None)
     """
+    left = np.asarray(left, dtype=np.float64)
+    right = np.asarray(right, dtype=np.float64)
     differs = left != right
-    if differs.sum() < 2:
-        # Zero or one differing task: every sign flip gives the same |mean|, so p = 1
-        # (and scipy refuses a sample of one).
-        return 1.0
+    n = int(differs.sum())
+    if n <= 1:
+        return PermutationTest(1.0, PermutationMethod.EXACT, n, None)
+    grid = _integer_grid(left[differs] - right[differs])
+    if grid is not None:
+        return PermutationTest(_exact_sign_flip_p(grid), PermutationMethod.EXACT, n, None)
     kwargs: dict[str, object] = {"n_resamples": n_resamples, "permutation_type": "samples"}
     rng = np.random.default_rng(seed)
     if _PERMUTATION_TAKES_RNG:
@@ -125,7 +207,26 @@ def paired_permutation_p(
     result = permutation_test(
         (left[differs], right[differs]), _mean_difference, vectorized=True, **kwargs
     )
-    return float(min(1.0, result.pvalue))
+    exact = n_resamples >= 2**n  # scipy enumerates every flip when they are this few
+    return PermutationTest(
+        float(min(1.0, result.pvalue)),
+        PermutationMethod.EXACT if exact else PermutationMethod.MONTE_CARLO,
+        n,
+        None if exact else 1.0 / (n_resamples + 1),
+    )
+
+
+def paired_permutation_p(
+    left: np.ndarray, right: np.ndarray, *, n_resamples: int = 9_999, seed: int = 0
+) -> float:
+    """The p-value of :func:`permutation_test_result`.
+
+    >>> paired_permutation_p(np.array([1.0] * 5 + [0.0] * 35), np.zeros(40))
+    0.0625
+    >>> paired_permutation_p(np.array([1.0] * 30 + [0.0] * 10), np.zeros(40)) > 0
+    True
+    """
+    return permutation_test_result(left, right, n_resamples=n_resamples, seed=seed).p_value
 
 
 @dataclass(frozen=True)
@@ -182,6 +283,8 @@ def paired_contrasts(
     """
     within = tuple(within)
     require_columns(episodes, {c: EPISODE_COLUMNS[c] for c in (task, *FLAG_COLUMNS)})
+    require_group_columns(episodes, [task, *within, factor], "episodes")
+    require_rows(episodes, task)
     if permutation_resamples < 1:
         raise AnalysisConfigError("permutation_resamples must be at least 1")
     levels = ordered_levels(episodes, factor)
@@ -213,7 +316,7 @@ def paired_contrasts(
     blocks: list[np.ndarray] = []
     statistics: list[NamedStatistic] = []
     rows: list[dict[str, object]] = []
-    tests: list[tuple[float, float]] = []
+    p_values: list[tuple[float, float]] = []  # NaN for a contrast that was not tested
     for combo in combos:
         for metric in metrics:
             for left, right in pairs:
@@ -248,28 +351,38 @@ def paired_contrasts(
                 lt, rt = per_task["L"], per_task["R"]
                 left_higher = int(np.count_nonzero(lt > rt))
                 right_higher = int(np.count_nonzero(rt > lt))
-                tests.append(
-                    (
-                        mcnemar_exact(left_higher, right_higher),
-                        paired_permutation_p(
-                            lt, rt, n_resamples=permutation_resamples, seed=config.seed
-                        ),
+                shared = int(both.sum())
+                row: dict[str, object] = {
+                    **combo,
+                    "metric": str(metric),
+                    "factor": factor,
+                    "left": str(left),
+                    "right": str(right),
+                    "n_tasks": shared,
+                    "left_higher": left_higher,
+                    "right_higher": right_higher,
+                    "mcnemar_p": None,
+                    "permutation_p": None,
+                    "permutation_method": None,
+                    "permutation_p_floor": None,
+                    "excluded": None,
+                }
+                if shared == 0:
+                    # Nothing is paired: no difference to estimate, no test, no Holm member.
+                    row["excluded"] = f"no scenario run by both {left} and {right}"
+                    p_values.append((math.nan, math.nan))
+                else:
+                    permutation = permutation_test_result(
+                        lt, rt, n_resamples=permutation_resamples, seed=config.seed
                     )
-                )
-                rows.append(
-                    {
-                        **combo,
-                        "metric": str(metric),
-                        "factor": factor,
-                        "left": str(left),
-                        "right": str(right),
-                        "n_tasks": int(both.sum()),
-                        "left_higher": left_higher,
-                        "right_higher": right_higher,
-                        "mcnemar_p": tests[-1][0],
-                        "permutation_p": tests[-1][1],
-                    }
-                )
+                    row.update(
+                        mcnemar_p=mcnemar_exact(left_higher, right_higher),
+                        permutation_p=permutation.p_value,
+                        permutation_method=str(permutation.method),
+                        permutation_p_floor=permutation.floor,
+                    )
+                    p_values.append((mcnemar_exact(left_higher, right_higher), permutation.p_value))
+                rows.append(row)
     if not rows:
         raise AnalysisConfigError(f"no pair of {factor!r} levels to compare (levels: {levels})")
     matrix = TaskMatrix(
@@ -278,21 +391,55 @@ def paired_contrasts(
     boot = clustered_bootstrap(matrix, statistics, config)
     for c, row in enumerate(rows):
         d, lj, rj = (boot.position(f"{c}:{s}") for s in ("diff", "L", "R"))
+        tested = row["excluded"] is None
         row.update(
-            left_estimate=float(boot.estimate[lj]),
-            right_estimate=float(boot.estimate[rj]),
-            difference=float(boot.estimate[d]),
-            ci_low=float(boot.low[d]),
-            ci_high=float(boot.high[d]),
-            ci_method=str("percentile" if boot.bca_fallback[d] else config.method),
+            left_estimate=_finite(boot.estimate[lj]),
+            right_estimate=_finite(boot.estimate[rj]),
+            difference=_finite(boot.estimate[d]) if tested else None,
+            ci_low=_finite(boot.low[d]) if tested else None,
+            ci_high=_finite(boot.high[d]) if tested else None,
+            ci_method=str("percentile" if boot.bca_fallback[d] else config.method)
+            if tested
+            else None,
         )
-    mcnemar_holm = holm_adjust([p for p, _ in tests])
-    permutation_holm = holm_adjust([p for _, p in tests])
-    for row, mh, ph in zip(rows, mcnemar_holm, permutation_holm, strict=True):
-        row.update(mcnemar_p_holm=mh, permutation_p_holm=ph)
+    for i, test in enumerate(("mcnemar_p", "permutation_p")):
+        adjusted = holm_adjust([pair[i] for pair in p_values])
+        for row, value in zip(rows, adjusted, strict=True):
+            row[f"{test}_holm"] = None if math.isnan(value) else value
     order = [*within, *CONTRAST_COLUMNS]
-    schema = {name: episodes.schema[name] for name in within}
+    schema = {name: episodes.schema[name] for name in within} | _CONTRAST_SCHEMA
     frame = pl.DataFrame(rows, schema_overrides=schema).select(order)
-    return ContrastsResult(
-        frame=frame, note=multiplicity_note(len(rows), config.level), bootstrap=boot
-    )
+    n_tested = sum(row["excluded"] is None for row in rows)
+    note = multiplicity_note(n_tested, config.level)
+    excluded = [row for row in rows if row["excluded"] is not None]
+    if excluded:
+        note = " ".join(
+            [
+                note,
+                f"{len(excluded)} contrast(s) left out of the Holm family: "
+                + "; ".join(str(row["excluded"]) for row in excluded)
+                + ".",
+            ]
+        ).strip()
+    return ContrastsResult(frame=frame, note=note, bootstrap=boot)
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+_CONTRAST_SCHEMA: dict[str, pl.DataType] = {
+    "left_estimate": pl.Float64(),
+    "right_estimate": pl.Float64(),
+    "difference": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "ci_method": pl.String(),
+    "mcnemar_p": pl.Float64(),
+    "permutation_p": pl.Float64(),
+    "permutation_method": pl.String(),
+    "permutation_p_floor": pl.Float64(),
+    "mcnemar_p_holm": pl.Float64(),
+    "permutation_p_holm": pl.Float64(),
+    "excluded": pl.String(),
+}

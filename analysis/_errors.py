@@ -36,3 +36,8 @@ class MixedInputError(AnalysisError):
 
 class AnalysisConfigError(AnalysisError):
     """An analysis parameter is out of range (resamples, level, k, reference level)."""
+
+
+class AnalysisWarning(UserWarning):
+    """A result is computed but needs care in reading (for example pass^k over tasks that
+    ran unequally often). Issued with :func:`warnings.warn`; the message says what to read."""

@@ -143,8 +143,36 @@ def require_columns(
             )
 
 
+def require_rows(frame: pl.DataFrame, column: str, source: str = "episodes") -> None:
+    """Raise :class:`TableSchemaError` (naming ``column``) when the frame has no rows.
+
+    >>> try:
+    ...     require_rows(pl.DataFrame({"scenario_id": []}, schema={"scenario_id": pl.String}),
+    ...                  "scenario_id")
+    ... except TableSchemaError as error:
+    ...     print(error)
+    episodes: column 'scenario_id': no rows: the table is empty, so there is no task to analyse (fix: check the sweep produced episodes and that --where filters keep some)
+    """
+    if frame.is_empty():
+        raise TableSchemaError(
+            source,
+            column,
+            "no rows: the table is empty, so there is no task to analyse",
+            "check the sweep produced episodes and that --where filters keep some",
+        )
+
+
 def require_group_columns(frame: pl.DataFrame, names: Sequence[str], source: str) -> None:
-    """Check that grouping columns exist and hold scalars (not lists)."""
+    """Check that grouping columns exist, hold scalars (not lists) and have no nulls.
+
+    A null task id or group key would silently become a task or group named "null".
+
+    >>> try:
+    ...     require_group_columns(pl.DataFrame({"profile": ["direct", None]}), ["profile"], "x")
+    ... except TableSchemaError as error:
+    ...     print(error.column, "|", error.problem)
+    profile | 1 null value(s); an episode without profile cannot be grouped or paired
+    """
     for name in names:
         if name not in frame.schema:
             raise TableSchemaError(
@@ -156,6 +184,14 @@ def require_group_columns(frame: pl.DataFrame, names: Sequence[str], source: str
         if isinstance(frame.schema[name], pl.List | pl.Struct):
             raise TableSchemaError(
                 source, name, "cannot group by a nested column", "group by a scalar column"
+            )
+        nulls = frame.get_column(name).null_count()
+        if nulls:
+            raise TableSchemaError(
+                source,
+                name,
+                f"{nulls} null value(s); an episode without {name} cannot be grouped or paired",
+                f"fill {name!r} when writing the table, or drop those rows before analysing",
             )
 
 
@@ -300,6 +336,7 @@ def grouped_tasks(
     """
     group_by = tuple(group_by)
     require_group_columns(episodes, [task, *group_by], "episodes")
+    require_rows(episodes, task)
     for q in quantities:
         if q not in episodes.schema:
             raise TableSchemaError(

@@ -8,11 +8,9 @@ every single rate; see `docs/statistics.md` for when each one is the right readi
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from scipy.special import ndtri
-from scipy.stats import beta as beta_distribution
+from statsmodels.stats.proportion import proportion_confint
 
 from analysis._errors import AnalysisConfigError
 from analysis._vocab import SmallNMethod
@@ -36,6 +34,8 @@ def _check(k: float, n: float, level: float) -> None:
 def wilson_interval(k: float, n: float, level: float = 0.95) -> Interval:
     """Wilson score interval for ``k`` successes in ``n`` trials (``n`` may be an effective n).
 
+    Computed by ``statsmodels.stats.proportion.proportion_confint(method="wilson")``.
+
     >>> interval = wilson_interval(40, 40)
     >>> round(interval.low, 4), interval.high
     (0.9124, 1.0)
@@ -45,18 +45,14 @@ def wilson_interval(k: float, n: float, level: float = 0.95) -> Interval:
     _check(k, n, level)
     if n == 0:
         return Interval(0.0, 1.0)
-    z = float(ndtri(0.5 + level / 2.0))
-    p = k / n
-    denominator = 1.0 + z * z / n
-    centre = (p + z * z / (2.0 * n)) / denominator
-    half = z * math.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n)) / denominator
-    low = 0.0 if k == 0 else max(0.0, centre - half)
-    high = 1.0 if k == n else min(1.0, centre + half)
-    return Interval(low, high)
+    low, high = proportion_confint(k, n, alpha=1.0 - level, method="wilson")
+    return Interval(
+        0.0 if k == 0 else max(0.0, float(low)), 1.0 if k == n else min(1.0, float(high))
+    )
 
 
 def jeffreys_interval(k: float, n: float, level: float = 0.95) -> Interval:
-    """Equal-tailed Jeffreys interval (Beta(k + 1/2, n - k + 1/2) quantiles).
+    """Equal-tailed Jeffreys interval (Beta(k + 1/2, n - k + 1/2) quantiles, by statsmodels).
 
     Following Brown, Cai and DasGupta (2001) the bound at an observed 0 or n is set to 0 or 1.
 
@@ -67,10 +63,9 @@ def jeffreys_interval(k: float, n: float, level: float = 0.95) -> Interval:
     _check(k, n, level)
     if n == 0:
         return Interval(0.0, 1.0)
-    tail = (1.0 - level) / 2.0
-    low = 0.0 if k == 0 else float(beta_distribution.ppf(tail, k + 0.5, n - k + 0.5))
-    high = 1.0 if k == n else float(beta_distribution.ppf(1.0 - tail, k + 0.5, n - k + 0.5))
-    return Interval(low, high)
+    low, high = proportion_confint(k, n, alpha=1.0 - level, method="jeffreys")
+    # statsmodels returns the raw Beta quantiles; BCD 2001 pin the bound at an observed 0 or n.
+    return Interval(0.0 if k == 0 else float(low), 1.0 if k == n else float(high))
 
 
 def binomial_interval(

@@ -52,10 +52,14 @@ def statistic_name(metric: Metric, group: int) -> str:
 def effective_n(successes: np.ndarray, trials: np.ndarray) -> float:
     """Kish effective sample size of a pooled rate whose episodes cluster in tasks.
 
-    ``n / deff`` with the design effect ``deff`` = clustered variance (ratio linearisation over
-    tasks) / binomial variance, kept within [tasks, episodes]. One episode per task gives
-    exactly ``n``; a rate of 0 or 1 over repeated episodes gives the number of tasks (the
-    within-task correlation cannot be estimated, so no more than one unit per task is claimed).
+    ``n / deff`` with the design effect ``deff = v_cluster / v_binomial``: the cluster-robust
+    (ratio-linearised) variance of the pooled rate over ``T`` tasks,
+    ``T / (T - 1) * sum((s_i - p * m_i) ** 2) / n ** 2``, over the binomial variance
+    ``p * (1 - p) / n``. The ``T / (T - 1)`` factor is the usual small-sample correction of
+    the cluster-robust variance (without it, the variance is biased low by that factor).
+    The result is kept within [T, n]. One episode per task gives exactly ``n``. Fewer than two
+    tasks, or a rate of 0 or 1 over repeated episodes, give ``T``: the between-task variance
+    cannot be estimated, so no more than one unit per task is claimed.
 
     >>> effective_n(np.array([1.0, 0.0, 1.0]), np.array([1.0, 1.0, 1.0]))
     3.0
@@ -63,6 +67,8 @@ def effective_n(successes: np.ndarray, trials: np.ndarray) -> float:
     2.0
     >>> effective_n(np.array([5.0, 0.0, 5.0, 0.0]), np.array([5.0, 5.0, 5.0, 5.0]))
     4.0
+    >>> effective_n(np.array([1.0]), np.array([5.0])), effective_n(np.array([0.0]), np.array([5.0]))
+    (1.0, 1.0)
     """
     present = trials > 0
     s, m = successes[present], trials[present]
@@ -72,9 +78,9 @@ def effective_n(successes: np.ndarray, trials: np.ndarray) -> float:
     if float(m.max()) <= 1.0:
         return n
     p = float(s.sum()) / n
-    if p in (0.0, 1.0):
+    if n_tasks < 2 or p in (0.0, 1.0):
         return n_tasks
-    clustered = float(np.sum((s - p * m) ** 2)) / (n * n)
+    clustered = n_tasks / (n_tasks - 1.0) * float(np.sum((s - p * m) ** 2)) / (n * n)
     if clustered == 0.0:
         return n
     binomial = p * (1.0 - p) / n

@@ -1,12 +1,15 @@
 """pass^k: the chance that k independent repeats of a task all succeed (tau-bench).
 
 Per task with ``n`` trials of which ``c`` succeeded, the unbiased estimator of
-``p_task ** k`` is ``C(c, k) / C(n, k)``; pass^k is its mean over tasks. The interval
-resamples tasks like every other interval here.
+``p_task ** k`` is ``C(c, k) / C(n, k)``; pass^k is its mean over the tasks that ran at least
+``k`` times (``n_tasks`` per row says how many). When tasks ran unequally often, the set of
+tasks changes with ``k`` and the curve can even rise, so an :class:`AnalysisWarning` says so.
+The interval resamples tasks like every other interval here.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,7 +23,7 @@ from analysis._bootstrap import (
     TaskMatrix,
     clustered_bootstrap,
 )
-from analysis._errors import AnalysisConfigError
+from analysis._errors import AnalysisConfigError, AnalysisWarning
 from analysis._frames import EPISODE_COLUMNS, GROUP_INDEX, grouped_tasks, require_columns
 from analysis._vocab import SuccessFlag
 
@@ -56,10 +59,13 @@ def pass_hat_k(
     config: BootstrapConfig = DEFAULT_CONFIG,
     task: str = "scenario_id",
 ) -> pl.DataFrame:
-    """pass^k per group for k from 1 to the most repetitions any task ran (or ``ks``).
+    """pass^k per group for k from 1 to the most repetitions a task of the group ran (or ``ks``).
 
-    A task counts towards pass^k only if it ran at least k times (``n_tasks`` says how many
-    did). All groups and all k share one set of task resamples.
+    pass^k is defined over the tasks that ran at least k times (``n_tasks`` says how many
+    did); a ``k`` no task of a group reached has a null estimate and interval (never NaN).
+    If the tasks of a group ran unequally often, the tasks behind pass^k change with k, and an
+    :class:`~analysis.AnalysisWarning` says so. All groups and all k share one set of task
+    resamples.
 
     >>> frame = pl.DataFrame({
     ...     "scenario_id": ["a"] * 4 + ["b"] * 4,
@@ -75,10 +81,10 @@ def pass_hat_k(
     tasks = grouped_tasks(
         episodes, group_by, task=task, strata=config.stratify_by, quantities=[str(flag)]
     )
-    max_trials = int(max(tasks.values(g, "n").max() for g in range(tasks.n_groups)))
-    ks = list(range(1, max_trials + 1)) if ks is None else sorted(set(ks))
-    if not ks or ks[0] < 1:
-        raise AnalysisConfigError(f"k values must be positive integers, got {ks}")
+    requested = None if ks is None else sorted(set(ks))
+    if requested is not None and (not requested or requested[0] < 1):
+        raise AnalysisConfigError(f"k values must be positive integers, got {requested}")
+    uneven: list[str] = []
     columns: list[str] = []
     blocks: list[np.ndarray] = []
     statistics: list[NamedStatistic] = []
@@ -86,7 +92,13 @@ def pass_hat_k(
     for g in range(tasks.n_groups):
         n = tasks.values(g, "n")
         c = tasks.values(g, str(flag))
-        for k in ks:
+        ran = n[n > 0]
+        if ran.size and ran.min() != ran.max():
+            uneven.append(
+                f"{_group_label(tasks.keys, group_by, g)}: {int(ran.min())} to {int(ran.max())}"
+            )
+        group_ks = list(range(1, int(ran.max()) + 1)) if requested is None else requested
+        for k in group_ks:
             value = pass_hat_k_per_task(c, n, k)
             eligible = np.isfinite(value)
             columns += [f"{g}:{k}:value", f"{g}:{k}:tasks"]
@@ -97,13 +109,27 @@ def pass_hat_k(
     matrix = TaskMatrix(
         tasks.matrix.tasks, tuple(columns), np.column_stack(blocks), tasks.matrix.strata
     )
+    if uneven:
+        warnings.warn(
+            AnalysisWarning(
+                "pass^k: tasks ran unequally often ("
+                + "; ".join(uneven)
+                + " repetitions), so pass^k at each k is over the tasks that ran at least k "
+                "times and the set of tasks changes with k (see n_tasks); compare k only "
+                "within rows of equal n_tasks, or run every task equally often"
+            ),
+            stacklevel=2,
+        )
     boot = clustered_bootstrap(matrix, statistics, config)
     for row, j in zip(rows, range(len(rows)), strict=True):
+        defined = bool(row["n_tasks"])  # no task ran k times: undefined, not NaN
         row.update(
-            estimate=float(boot.estimate[j]),
-            ci_low=float(boot.low[j]),
-            ci_high=float(boot.high[j]),
-            ci_method=str("percentile" if boot.bca_fallback[j] else config.method),
+            estimate=float(boot.estimate[j]) if defined else None,
+            ci_low=float(boot.low[j]) if defined else None,
+            ci_high=float(boot.high[j]) if defined else None,
+            ci_method=str("percentile" if boot.bca_fallback[j] else config.method)
+            if defined
+            else None,
         )
     frame = pl.DataFrame(
         rows,
@@ -124,3 +150,8 @@ def pass_hat_k(
         .drop(GROUP_INDEX)
         .select(*group_by, "flag", "k", "estimate", "ci_low", "ci_high", "ci_method", "n_tasks")
     )
+
+
+def _group_label(keys: pl.DataFrame, group_by: Sequence[str], g: int) -> str:
+    row = keys.filter(pl.col(GROUP_INDEX) == g).row(0, named=True)
+    return " / ".join(str(row[name]) for name in group_by) or "all"

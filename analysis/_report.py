@@ -1,8 +1,9 @@
-"""Report tables (Markdown and LaTeX booktabs) built from the metrics and contrasts frames.
+"""Report tables (Markdown, LaTeX booktabs, HTML) built from the metrics and contrasts frames.
 
 A table is first a small typed model (:class:`ReportTable`: header, aligned columns, row
-blocks, notes); the two renderers only format it, so the Markdown and LaTeX versions always
-hold the same numbers.
+blocks, notes); the renderers only format it, so every version holds the same numbers.
+LaTeX and HTML come from great_tables (polars' ``DataFrame.style``); Markdown is written
+here because great_tables has no Markdown output.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import polars as pl
+from great_tables import GT
 
 from analysis._bootstrap import BootstrapConfig
 from analysis._contrasts import CONTRAST_COLUMNS
-from analysis._vocab import Metric, SmallNMethod
+from analysis._vocab import IntervalMethod, Metric, SmallNMethod
 
 _DASH = "–"
 
@@ -70,7 +72,13 @@ def fmt_interval(low: float | None, high: float | None, decimals: int = 3) -> st
 def _interval_legend(config: BootstrapConfig, n_tasks: Sequence[int]) -> str:
     tasks = ", ".join(str(t) for t in sorted(set(n_tasks)))
     strat = f", stratified by {config.stratify_by}" if config.stratify_by else ""
-    method = "BCa" if config.method == "bca" else "percentile"
+    if config.method is IntervalMethod.CLUSTER_T:
+        return (
+            f"Clustered: {config.level:.0%} cluster-robust t interval (CR1 standard error over "
+            f"scenarios, t with T - 1 degrees of freedom{strat}); the unit is the scenario "
+            f"({tasks} tasks), so repeated episodes of a scenario count once."
+        )
+    method = "BCa" if config.method is IntervalMethod.BCA else "percentile"
     return (
         f"Clustered: {config.level:.0%} task-clustered bootstrap interval ({method}, "
         f"{config.n_resamples:,} resamples, seed {config.seed}{strat}); the resampling unit is "
@@ -210,6 +218,13 @@ def contrasts_table(
         "McNemar: exact two-sided sign test on the discordant scenarios. Permutation: paired "
         "sign-flip test of the mean per-scenario difference.",
     ]
+    if "permutation_method" in contrasts.columns:
+        floors = contrasts.filter(pl.col("permutation_method") == "monte_carlo")
+        if floors.height:
+            notes.append(
+                f"{floors.height} permutation p-value(s) from random sign flips: they cannot "
+                f"fall below {float(floors['permutation_p_floor'].min()):.2g}; the others are exact."  # type: ignore[arg-type]
+            )
     if note:
         notes.append(note)
     return ReportTable(headers, aligns, (rows,), caption, tuple(notes), label)
@@ -269,59 +284,55 @@ def to_markdown(table: ReportTable) -> str:
     return "\n".join(out) + ("\n" if table.notes else "")
 
 
-_LATEX_SPECIALS = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "–": "--",
-}
+def to_great_table(table: ReportTable) -> GT:
+    """The table as a great_tables ``GT`` (blocks become row groups, notes source notes).
 
-
-def latex_escape(text: str) -> str:
-    """Escape LaTeX special characters.
-
-    >>> latex_escape("policy_gated 95%")
-    'policy\\\\_gated 95\\\\%'
+    The HTML id is derived from the label, so the same table always renders the same bytes.
     """
-    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
+    rows = [row for block in table.blocks for row in block]
+    grouped = len(table.blocks) > 1
+    skip = 1 if grouped else 0
+    columns = list(table.headers[skip:])
+    data: dict[str, list[str]] = {
+        name: [row[i + skip] for row in rows] for i, name in enumerate(columns)
+    }
+    if grouped:
+        data = {_GROUP: [block[0][0] for block in table.blocks for _ in block], **data}
+    frame = pl.DataFrame(data, schema=dict.fromkeys(data, pl.String))
+    table_id = (table.label or "cavbench-table").replace(":", "-")
+    stub = columns[0] if grouped else None  # the row kind (estimate, clustered, ...)
+    gt = GT(frame, rowname_col=stub, groupname_col=_GROUP if grouped else None, id=table_id)
+    if grouped:
+        gt = gt.tab_stubhead(table.headers[0])
+    for align in Align:
+        names = [n for n, a in zip(columns, table.aligns[skip:], strict=True) if a is align]
+        if names:
+            gt = gt.cols_align(str(align), columns=names)
+    if table.caption:
+        gt = gt.tab_header(title=table.caption)
+    for note in table.notes:
+        gt = gt.tab_source_note(note)
+    return gt.tab_options(table_font_size="8pt")
+
+
+_GROUP = "__block"
 
 
 def to_latex(table: ReportTable) -> str:
-    """Render as a booktabs ``table`` environment (needs ``\\usepackage{booktabs}``)."""
-    spec = "".join({Align.LEFT: "l", Align.RIGHT: "r", Align.CENTER: "c"}[a] for a in table.aligns)
-    out = [
-        r"\begin{table}[t]",
-        r"\centering",
-        r"\small",
-    ]
-    if table.caption:
-        out.append(rf"\caption{{{latex_escape(table.caption)}}}")
-    if table.label:
-        out.append(rf"\label{{{table.label}}}")
-    out += [
-        rf"\begin{{tabular}}{{{spec}}}",
-        r"\toprule",
-        " & ".join(latex_escape(h) for h in table.headers) + r" \\",
-        r"\midrule",
-    ]
-    for i, block in enumerate(table.blocks):
-        if i:
-            out.append(r"\addlinespace")
-        out += [" & ".join(latex_escape(c) for c in row) + r" \\" for row in block]
-    out += [r"\bottomrule", r"\end{tabular}"]
-    if table.notes:
-        out.append(r"\par\smallskip")
-        out.append(
-            r"\parbox{\linewidth}{\footnotesize "
-            + " ".join(latex_escape(n) for n in table.notes)
-            + "}"
-        )
-    out.append(r"\end{table}")
-    return "\n".join(out) + "\n"
+    """Render as a booktabs ``table`` (great_tables' ``as_latex``; needs booktabs and caption).
+
+    great_tables writes an unnumbered ``\\caption*``; it is made a numbered ``\\caption``
+    with the table's ``\\label`` so the paper can refer to it.
+    """
+    latex = to_great_table(table).as_latex()
+    if table.caption and table.label and "\\caption*{" in latex:
+        head, rest = latex.split("\\caption*{", 1)
+        caption, tail = rest.split("\n} \n", 1)
+        latex = f"{head}\\caption{{{caption}}}\n\\label{{{table.label}}}\n{tail}"
+    return latex if latex.endswith("\n") else latex + "\n"
+
+
+def to_html(table: ReportTable) -> str:
+    """Render as a self-contained HTML fragment (great_tables' ``as_raw_html``)."""
+    html = to_great_table(table).as_raw_html()
+    return html if html.endswith("\n") else html + "\n"

@@ -60,6 +60,9 @@ class IntervalMethod(StrEnum):
 
     PERCENTILE = "percentile"
     BCA = "bca"
+    CLUSTER_T = "cluster_t"
+    """Not a bootstrap reading: estimate +/- t(T - 1) x the cluster-robust standard error
+    (with the T / (T - 1) correction). Better calibrated than BCa with few tasks."""
 
 
 class SmallNMethod(StrEnum):
@@ -94,3 +97,52 @@ DIMENSIONS: tuple[str, ...] = (
     "outcome_recoverability",
 )
 """The five validity dimensions in canonical order."""
+
+PRETTY_LABELS: dict[str, str] = {
+    "direct": "Direct",
+    "policy_gated": "Policy-gated",
+    "commit_guarded": "Commit-guarded",
+    "reconciled": "Reconciled",
+    "full_lifecycle": "Full lifecycle",
+    "execution_recovery": "Execution recovery",
+    "intent_authority": "Intent & authority",
+    "stable_happy_path": "Stable happy path",
+    "state_mutation": "State mutation",
+    "intent_grounding": "Intent grounding",
+    "authority_validity": "Authority validity",
+    "temporal_state_validity": "Temporal state validity",
+    "execution_integrity": "Execution integrity",
+    "outcome_recoverability": "Outcome recoverability",
+}
+"""The one mapping from table values (profiles, families, dimensions) to figure labels."""
+
+
+def pretty_label(value: object) -> str:
+    """The display label of a table value: :data:`PRETTY_LABELS`, else underscores as spaces.
+
+    >>> pretty_label("policy_gated"), pretty_label("temperature_0.7"), pretty_label(None)
+    ('Policy-gated', 'temperature 0.7', 'none')
+    """
+    if value is None:
+        return "none"
+    text = str(value)
+    return PRETTY_LABELS.get(text, text.replace("_", " "))
+
+
+SHORT_LABELS: dict[str, str] = {
+    "intent_grounding": "Intent",
+    "authority_validity": "Authority",
+    "temporal_state_validity": "Temporal",
+    "execution_integrity": "Execution",
+    "outcome_recoverability": "Recovery",
+}
+"""One-word forms of the validity dimensions, for heatmap columns at column width."""
+
+
+def short_label(value: object) -> str:
+    """A one-word column label where one exists, else :func:`pretty_label`.
+
+    >>> short_label("temporal_state_validity"), short_label("direct")
+    ('Temporal', 'Direct')
+    """
+    return SHORT_LABELS.get(str(value), pretty_label(value))

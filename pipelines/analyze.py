@@ -5,7 +5,7 @@ writes, into DIR (replaced as a whole, never left half-written):
 
 - `metrics.parquet` (headline metrics per group, long form), `metrics_by_family.parquet`,
   `contrasts.parquet`, `pass_k.parquet`, `failure_codes.parquet`, `dimensions.parquet`;
-- `headline.md` / `headline.tex` and `contrasts.md` / `contrasts.tex`;
+- `headline.md` / `.tex` / `.html` and `contrasts.md` / `.tex` / `.html`;
 - `figures/` (SVG, PDF, PNG, and beside each the CSV of the numbers it draws);
 - `analysis_manifest.json`: the inputs with their checksums, every parameter (seed,
   resamples, level, method, ...), library versions, and the checksum of every output.
@@ -21,6 +21,7 @@ import os
 import platform
 import shutil
 import tempfile
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -31,6 +32,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from analysis import (
+    AnalysisWarning,
     BootstrapConfig,
     ContrastsResult,
     FigureFormat,
@@ -43,7 +45,9 @@ from analysis import (
     SweepTables,
     contrasts_table,
     dimension_breakdown,
+    dimension_heatmap,
     failure_code_breakdown,
+    family_heatmap,
     family_small_multiples,
     headline_metrics,
     headline_table,
@@ -54,6 +58,7 @@ from analysis import (
     pass_k_figure,
     read_sweep,
     sha256_file,
+    to_html,
     to_latex,
     to_markdown,
     validity_gap_figure,
@@ -166,6 +171,9 @@ class AnalysisBundle:
     plots: tuple[Plot, ...] = field(default=())
     factor_effects: FactorEffects | None = None
     factor_report: ReportTable | None = None
+    warnings: tuple[str, ...] = ()
+    """Caveats the analysis raised as :class:`analysis.AnalysisWarning` (e.g. unequal
+    repetitions behind pass^k); the CLI prints them."""
 
     def frames(self) -> dict[str, pl.DataFrame]:
         """The numeric result tables by output name."""
@@ -267,7 +275,15 @@ def compute_analysis(
             permutation_resamples=options.permutation_resamples,
         )
     on_stage("pass^k and breakdowns")
-    pass_k = pass_hat_k(episodes, group_by, flag=options.pass_k_flag, config=config)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", AnalysisWarning)
+        pass_k = pass_hat_k(episodes, group_by, flag=options.pass_k_flag, config=config)
+    notes = []
+    for warning in caught:  # analysis caveats go to the bundle; anything else is re-issued
+        if issubclass(warning.category, AnalysisWarning):
+            notes.append(str(warning.message))
+        else:
+            warnings.warn(warning.message, warning.category, stacklevel=2)
     failure_codes = failure_code_breakdown(episodes, group_by)
     dimensions = None
     if verdicts is not None:
@@ -285,12 +301,16 @@ def compute_analysis(
     plots = [
         validity_gap_figure(metrics.frame, group_by),
         osr_cvsr_dumbbell(metrics.frame, group_by),
-        pass_k_figure(pass_k, group_by),
     ]
     if family_metrics is not None and len(group_by) == 1:
-        plots.insert(2, family_small_multiples(family_metrics, group=group_by[0]))
+        plots.append(family_small_multiples(family_metrics, group=group_by[0]))
+        plots.append(family_heatmap(family_metrics, group=group_by[0]))
     if contrasts is not None and not within:
-        plots.insert(-1, paired_difference_figure(contrasts.frame))
+        plots.append(paired_difference_figure(contrasts.frame))
+    if dimensions is not None and len(group_by) == 1 and not dimensions.is_empty():
+        plots.append(dimension_heatmap(dimensions, group=group_by[0]))
+    if pass_k.filter(pl.col("k") > 1).height:  # pass^k says something only with repeats
+        plots.append(pass_k_figure(pass_k, group_by))
     effects: FactorEffects | None = None
     if options.factor is not None and options.baseline is not None:
         effects = factor_effects(
@@ -316,6 +336,7 @@ def compute_analysis(
         plots=tuple(plots),
         factor_effects=effects,
         factor_report=None if effects is None else factor_effects_table(effects),
+        warnings=tuple(notes),
     )
 
 
@@ -443,7 +464,11 @@ def write_bundle(
         _write_frame(frame, path)
         written.append(path)
     for name, table in bundle.reports().items():
-        for suffix, text in ((".md", to_markdown(table)), (".tex", to_latex(table))):
+        for suffix, text in (
+            (".md", to_markdown(table)),
+            (".tex", to_latex(table)),
+            (".html", to_html(table)),
+        ):
             path = directory / f"{name}{suffix}"
             path.write_text(text, encoding="utf-8")
             written.append(path)

@@ -117,6 +117,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print("\n".join(describe(prereg)))
     for cell in result.manifest.skipped_cells:
         print(f"warning: left out incomplete or damaged cell {cell}", file=sys.stderr)
+    for caveat in result.bundle.warnings:
+        print(f"warning: {caveat}", file=sys.stderr)
     print(
         f"wrote {len(result.manifest.outputs) + 1} files to {result.out} "
         f"(manifest: {result.out / 'analysis_manifest.json'})"

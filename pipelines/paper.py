@@ -4,7 +4,7 @@
 tables from ``artifacts/ablation/`` (``episodes.parquet``, ``verdicts.parquet``,
 ``manifest.json``), runs the same analysis as ``cavbench analyze`` with its default
 parameters, and writes ``artifacts/paper/``: every figure as SVG, PDF and PNG with the CSV of
-the numbers it draws, the result tables as CSV, ``headline.md`` / ``headline.tex`` (and the
+the numbers it draws, the result tables as CSV, ``headline.md`` / ``.tex`` / ``.html`` (and the
 contrasts table), and ``manifest.json`` with the checksums of inputs and outputs. No adapter
 runs and nothing touches the network. The default paths are relative to the working
 directory: run it from the repository root (or pass ``--artifacts`` and ``--out``).
@@ -18,7 +18,7 @@ Every frozen factor study beside the ablation (a folder holding a ``study.json``
 :mod:`pipelines.factor_study`.
 
 ``--check`` regenerates into a temporary directory and compares with the committed
-``artifacts/paper/``: every text file (CSV, Markdown, LaTeX, SVG, JSON; of the manifest, its
+``artifacts/paper/``: every text file (CSV, Markdown, LaTeX, HTML, SVG, JSON; of the manifest, its
 inputs, parameters and layout) must match exactly, so an edited number or figure label fails; a raster image
 (PNG) whose bytes differ may match within a pixel tolerance (a different matplotlib or
 FreeType build can move an antialiased edge without changing a number), and a PDF whose
@@ -63,7 +63,7 @@ DEFAULT_OUT = Path("artifacts/paper")
 PAPER_MANIFEST = "manifest.json"
 PNG_TOLERANCE = 2.0
 """RMS pixel difference (0-255 scale, as `matplotlib.testing.compare`) a PNG may show."""
-EXACT_SUFFIXES = frozenset({".csv", ".md", ".tex", ".svg", ".json"})
+EXACT_SUFFIXES = frozenset({".csv", ".md", ".tex", ".html", ".svg", ".json"})
 """Text formats: compared byte for byte, never with a tolerance."""
 RASTER_SUFFIXES = frozenset({".png", ".pdf"})
 """Binary figure formats whose bytes may differ across builds (see `compare_outputs`)."""

@@ -261,3 +261,31 @@ def test_task_matrix_values_are_read_only() -> None:
     matrix = _matrix({"a": [1.0, 2.0]})
     with pytest.raises(ValueError, match="read-only"):
         matrix.values[0, 0] = 5.0
+
+
+def test_cluster_robust_t_matches_statsmodels_cluster_ols_with_t_reference() -> None:
+    # A rate over 12 tasks x 4 repetitions is an intercept-only regression clustered by task:
+    # statsmodels' CR1 standard error (G/(G-1) correction, t with G-1 df) gives the same interval.
+    import statsmodels.api as sm
+    from scipy.stats import t as t_distribution
+
+    from analysis._bootstrap import cluster_robust_t_bounds
+
+    rng = np.random.default_rng(5)
+    outcomes = (rng.random((12, 4)) < rng.beta(2, 1, size=12)[:, None]).astype(float)
+    matrix = TaskMatrix(
+        tuple(f"t{i}" for i in range(12)),
+        ("s", "n"),
+        np.column_stack([outcomes.sum(axis=1), np.full(12, 4.0)]),
+    )
+    low, high, se = cluster_robust_t_bounds(matrix, [NamedStatistic("r", Ratio("s", "n"))], 0.95)
+    fit = sm.OLS(outcomes.ravel(), np.ones(48)).fit(
+        cov_type="cluster",
+        cov_kwds={"groups": np.repeat(np.arange(12), 4)},
+    )
+    # CR1 also multiplies by (N-1)/(N-K) = 1 for an intercept-only model; the reference
+    # distribution is t with G - 1 = 11 degrees of freedom (Cameron & Miller 2015).
+    assert se[0] == pytest.approx(float(fit.bse[0]), rel=1e-9)
+    half = t_distribution.ppf(0.975, 11) * float(fit.bse[0])
+    centre = float(fit.params[0])
+    assert (low[0], high[0]) == pytest.approx((centre - half, centre + half), rel=1e-9)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from matplotlib.text import Text
 
 from analysis import (
     BootstrapConfig,
@@ -14,6 +15,9 @@ from analysis import (
     Metric,
     Plot,
     SyntheticTables,
+    dimension_breakdown,
+    dimension_heatmap,
+    family_heatmap,
     family_small_multiples,
     headline_metrics,
     osr_cvsr_dumbbell,
@@ -25,6 +29,7 @@ from analysis import (
     write_plot,
 )
 from analysis._errors import AnalysisConfigError
+from analysis._figures import COLUMN_WIDTH
 
 FAST = BootstrapConfig(n_resamples=1_000, seed=0)
 
@@ -39,11 +44,14 @@ def plots(ablation_repeated: SyntheticTables) -> list[Plot]:
         BootstrapConfig(n_resamples=1_000, stratify_by="family"),
     ).frame
     contrasts = paired_contrasts(episodes, metrics=[Metric.CVSR, Metric.VG], config=FAST).frame
+    dimensions = dimension_breakdown(ablation_repeated.verdicts, episodes=episodes)
     return [
         validity_gap_figure(metrics),
         osr_cvsr_dumbbell(metrics),
         family_small_multiples(family),
+        family_heatmap(family),
         paired_difference_figure(contrasts),
+        dimension_heatmap(dimensions),
         pass_k_figure(pass_hat_k(episodes, config=FAST)),
     ]
 
@@ -63,10 +71,71 @@ def test_every_figure_writes_three_formats_and_its_numbers(
     assert {p.name for p in plots} == {
         "validity_gap",
         "osr_cvsr_dumbbell",
-        "cvsr_by_family",
+        "cvsr_vg_by_family",
+        "cvsr_family_heatmap",
         "paired_differences",
+        "dimension_fail_rates",
         "pass_k",
     }
+
+
+def test_every_figure_fits_one_column_with_no_text_below_7_points(plots: list[Plot]) -> None:
+    for plot in plots:
+        width, _ = plot.figure.get_size_inches()
+        assert width <= COLUMN_WIDTH + 1e-9, plot.name
+        texts = [t for t in plot.figure.findobj(Text) if t.get_visible() and t.get_text()]
+        assert texts, plot.name
+        small = [(t.get_text(), t.get_fontsize()) for t in texts if t.get_fontsize() < 7.0]
+        assert not small, (plot.name, small)
+        # Nothing is cut off at the figure's edge: everything drawn fits in the canvas (drawn
+        # afresh first: a save at another dpi leaves stale positions behind).
+        plot.figure.draw_without_rendering()
+        drawn = plot.figure.get_tightbbox()  # inches
+        assert drawn.x0 >= -0.01, plot.name
+        assert drawn.y0 >= -0.01, plot.name
+        assert drawn.x1 <= width + 0.01, plot.name
+        assert drawn.y1 <= plot.figure.get_size_inches()[1] + 0.01, plot.name
+
+
+def test_labels_go_through_the_pretty_mapping(plots: list[Plot]) -> None:
+    figure = next(p for p in plots if p.name == "osr_cvsr_dumbbell").figure
+    labels = [t.get_text() for t in figure.axes[0].get_yticklabels()]
+    assert labels == ["Direct", "Policy-gated", "Commit-guarded", "Reconciled", "Full lifecycle"]
+
+
+def test_family_panels_are_a_two_by_two_grid_showing_cvsr_and_vg(plots: list[Plot]) -> None:
+    plot = next(p for p in plots if p.name == "cvsr_vg_by_family")
+    visible = [ax for ax in plot.figure.axes if ax.get_visible()]
+    rows_columns = {ax.get_subplotspec().get_geometry()[:2] for ax in visible}
+    assert rows_columns == {(2, 2)}
+    assert set(plot.data["metric"].to_list()) == {"CVSR", "VG"}
+
+
+def test_a_collapsed_interval_is_labelled_with_its_wilson_bound(ablation: SyntheticTables) -> None:
+    # full_lifecycle's CVSR is 40/40: the bootstrap gives [1, 1]; Wilson's lower bound is .912.
+    metrics = headline_metrics(ablation.episodes, config=FAST).frame
+    figure = osr_cvsr_dumbbell(metrics).figure
+    notes = [t.get_text() for t in figure.findobj(Text) if "Wilson" in t.get_text()]
+    assert "CI [1, 1]; Wilson ≥.912" in notes
+
+
+def test_forest_plot_shows_discordant_counts_holm_marks_and_direction(plots: list[Plot]) -> None:
+    figure = next(p for p in plots if p.name == "paired_differences").figure
+    texts = [t.get_text() for t in figure.findobj(Text)]
+    # Repeated ablation: 30 discordant scenarios for full_lifecycle vs direct, Holm-significant.
+    assert "30/0*" in texts
+    assert "0/27*" in texts
+    titles = [ax.get_title() for ax in figure.axes]
+    assert titles == [
+        "CVSR: profile − Direct; higher is better",
+        "VG: profile − Direct; lower is better",
+    ]
+
+
+def test_pass_k_figure_labels_each_k_with_its_task_count(plots: list[Plot]) -> None:
+    figure = next(p for p in plots if p.name == "pass_k").figure
+    ticks = [t.get_text() for t in figure.axes[0].get_xticklabels()]
+    assert ticks == ["1\n40", "2\n40", "3\n40", "4\n40", "5\n40", "6\n40"]
 
 
 def test_the_same_numbers_give_byte_identical_files(
@@ -89,7 +158,7 @@ def test_text_stays_text_and_no_dates_or_creator_are_embedded(
     write_plot(plots[0], tmp_path)
     svg = (tmp_path / "validity_gap.svg").read_text(encoding="utf-8")
     assert "<text" in svg
-    assert ">direct</text>" in svg
+    assert ">Direct</text>" in svg
     assert "<dc:date>" not in svg
     assert "Matplotlib" not in svg
     pdf = (tmp_path / "validity_gap.pdf").read_bytes()
@@ -125,3 +194,28 @@ def test_a_frame_without_the_metrics_is_refused(ablation: SyntheticTables) -> No
     metrics = headline_metrics(ablation.episodes, config=FAST).frame
     with pytest.raises(AnalysisConfigError, match="none of"):
         validity_gap_figure(metrics.filter(pl.col("metric") == "OSR"))
+
+
+def test_every_figure_is_byte_identical_when_built_twice(
+    ablation_repeated: SyntheticTables, tmp_path: Path
+) -> None:
+    episodes = ablation_repeated.episodes
+
+    def build() -> list[Plot]:
+        family = headline_metrics(
+            episodes, ("profile", "family"), BootstrapConfig(n_resamples=200, stratify_by="family")
+        ).frame
+        contrasts = paired_contrasts(episodes, config=BootstrapConfig(n_resamples=200)).frame
+        dimensions = dimension_breakdown(ablation_repeated.verdicts, episodes=episodes)
+        return [
+            family_small_multiples(family),
+            family_heatmap(family),
+            paired_difference_figure(contrasts),
+            dimension_heatmap(dimensions),
+        ]
+
+    for run in ("a", "b"):
+        for plot in build():
+            write_plot(plot, tmp_path / run)
+    assert _digests(tmp_path / "a") == _digests(tmp_path / "b")
+    assert len(_digests(tmp_path / "a")) == 16

@@ -188,3 +188,35 @@ def test_pooling_two_scoring_rules_is_refused(ablation: SyntheticTables) -> None
     with pytest.raises(MixedInputError, match="--group-by profile,scoring_rule"):
         check_single_valued(mixed, ["scoring_rule"], ["profile"])
     check_single_valued(mixed, ["scoring_rule"], ["profile", "scoring_rule"])
+
+
+def test_effective_n_on_one_task_claims_one_unit_whatever_the_successes() -> None:
+    # One task: the between-task variance cannot be estimated, 1/5 and 0/5 alike give 1.
+    assert effective_n(np.array([1.0]), np.array([5.0])) == 1.0
+    assert effective_n(np.array([0.0]), np.array([5.0])) == 1.0
+
+
+def test_effective_n_uses_the_cluster_robust_variance_with_its_t_over_t_minus_1_factor() -> None:
+    # Four tasks x 5 repetitions, 4, 1, 3, 2 successes: p = 0.5, n = 20.
+    s, m = np.array([4.0, 1.0, 3.0, 2.0]), np.array([5.0] * 4)
+    residuals = float(np.sum((s - 0.5 * m) ** 2))  # 2.25 + 2.25 + 0.25 + 0.25 = 5
+    clustered = 4 / 3 * residuals / 20**2
+    expected = 20 * (0.25 / 20) / clustered  # n / deff = 0.25 * 400 / (4/3 * 5) = 15
+    assert expected == pytest.approx(15.0)
+    assert effective_n(s, m) == pytest.approx(expected)
+
+
+def test_cluster_t_option_reports_its_method_and_widens_with_few_tasks(
+    ablation: SyntheticTables,
+) -> None:
+    from analysis import IntervalMethod
+
+    config = BootstrapConfig(n_resamples=500, method=IntervalMethod.CLUSTER_T)
+    frame = headline_metrics(ablation.episodes, config=config).frame
+    direct_cvsr = frame.filter((pl.col("profile") == "direct") & (pl.col("metric") == "CVSR"))
+    row = direct_cvsr.row(0, named=True)
+    assert row["ci_method"] == "cluster_t"
+    # 10/40 over 40 single-episode tasks: 0.25 +/- t(39) * sqrt(40/39 * 40 * .25 * .75) / 40.
+    se = (40 / 39 * 40 * 0.25 * 0.75) ** 0.5 / 40
+    half = 2.0226909200367604 * se
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((0.25 - half, 0.25 + half), rel=1e-9)

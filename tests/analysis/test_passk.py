@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from analysis import (
     AnalysisConfigError,
+    AnalysisWarning,
     BootstrapConfig,
     SuccessFlag,
     SyntheticTables,
@@ -64,7 +65,36 @@ def test_tasks_with_fewer_trials_than_k_are_left_out() -> None:
     episodes = simulate_episodes({"a": [1.0] * 4}, repetitions=3, seed=0).filter(
         ~((pl.col("scenario_id") == "task-00000") & (pl.col("repetition") == 2))
     )
-    frame = pass_hat_k(episodes, config=FAST, flag=SuccessFlag.OUTCOME)
+    with pytest.warns(AnalysisWarning, match="unequally often"):
+        frame = pass_hat_k(episodes, config=FAST, flag=SuccessFlag.OUTCOME)
     assert frame["n_tasks"].to_list() == [4, 4, 3]
     with pytest.raises(AnalysisConfigError):
         pass_hat_k(episodes, ks=[0])
+
+
+def test_unequal_repetitions_define_pass_k_over_tasks_with_n_at_least_k() -> None:
+    # The example: three tasks run 1, 2 and 3 times; the curve over the tasks that
+    # reached k is 5/6, 1/2, 1 on 3, 2 and 1 tasks; it warns, shows the count, and a k no
+    # task reached is null (not NaN labelled "percentile").
+    episodes = pl.DataFrame(
+        {
+            "scenario_id": ["a", "b", "b", "c", "c", "c"],
+            "profile": ["direct"] * 6,
+            "commit_valid_success": [True, True, False, True, True, True],
+        }
+    )
+    with pytest.warns(AnalysisWarning, match=r"direct: 1 to 3 repetitions"):
+        frame = pass_hat_k(episodes, ks=[1, 2, 3, 4], config=FAST)
+    assert frame["n_tasks"].to_list() == [3, 2, 1, 0]
+    assert frame["estimate"].to_list()[1:] == [0.5, 1.0, None]
+    assert frame["estimate"][0] == pytest.approx(5 / 6)
+    last = frame.row(3, named=True)
+    assert (last["ci_low"], last["ci_high"], last["ci_method"]) == (None, None, None)
+    assert frame["estimate"].is_nan().sum() == 0
+
+
+def test_each_group_runs_k_up_to_its_own_repetitions() -> None:
+    once = simulate_episodes({"a": [1.0] * 3}, repetitions=1, seed=0)
+    thrice = simulate_episodes({"b": [1.0] * 3}, repetitions=3, seed=0)
+    frame = pass_hat_k(pl.concat([once, thrice]), config=FAST, flag=SuccessFlag.OUTCOME)
+    assert frame.select("profile", "k").rows() == [("a", 1), ("b", 1), ("b", 2), ("b", 3)]

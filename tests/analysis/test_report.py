@@ -15,7 +15,7 @@ from analysis import (
     to_latex,
     to_markdown,
 )
-from analysis._report import fmt_interval, fmt_rate, latex_escape
+from analysis._report import fmt_interval, fmt_p, fmt_rate, to_html
 
 FAST = BootstrapConfig(n_resamples=1_000, seed=0)
 
@@ -46,8 +46,11 @@ def test_latex_headline_is_booktabs_and_escaped(ablation: SyntheticTables) -> No
     assert r"policy\_gated" in latex
     assert "policy_gated" not in latex
     assert r"95\% Wilson" in latex
-    assert latex.count(r"\\") == 1 + 5 * 3
-    assert latex.count("&") == (1 + 15) * 7
+    assert "\\caption{" in latex
+    assert "\\label{tab:cavbench-headline}" in latex
+    # One header row and three rows per profile, seven columns each.
+    assert latex.count("estimate (k/n) &") == 5
+    assert latex.count(r"95\% clustered &") == 5
 
 
 def test_contrasts_table_carries_the_multiplicity_note(ablation: SyntheticTables) -> None:
@@ -58,11 +61,18 @@ def test_contrasts_table_carries_the_multiplicity_note(ablation: SyntheticTables
     assert "not corrected for multiplicity" in markdown
 
 
-@given(st.text(max_size=30))
-def test_latex_escape_leaves_no_bare_special(text: str) -> None:
-    escaped = latex_escape(text)
-    for special in "&%$#_":
-        assert escaped.count(special) == escaped.count("\\" + special)
+def test_html_is_deterministic_and_holds_the_same_numbers(ablation: SyntheticTables) -> None:
+    table = headline_table(headline_metrics(ablation.episodes, config=FAST).frame, FAST)
+    html = to_html(table)
+    assert html == to_html(table)
+    assert "0.925 (37/40)" in html
+    assert 'id="tab-cavbench-headline"' in html
+
+
+@given(st.floats(0, 1, allow_nan=False))
+def test_p_values_never_print_as_zero(value: float) -> None:
+    text = fmt_p(value)
+    assert text == "<0.001" or float(text) > 0
 
 
 @given(st.floats(-1, 1, allow_nan=False))

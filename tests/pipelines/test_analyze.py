@@ -9,7 +9,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis import BootstrapConfig, FigureFormat, MixedInputError, SyntheticTables, sha256_file
+from analysis import (
+    BootstrapConfig,
+    FigureFormat,
+    MixedInputError,
+    SyntheticTables,
+    ablation_standin,
+    sha256_file,
+)
 from pipelines.analyze import ANALYSIS_MANIFEST, AnalyzeOptions, compute_analysis, run_analyze
 from pipelines.cli import register
 
@@ -38,7 +45,14 @@ def test_writes_every_output(analyzed: Path) -> None:
     assert "dimensions.parquet" in names
     for report in ("headline", "contrasts"):
         assert {f"{report}.md", f"{report}.tex"} <= names
-    for figure in ("validity_gap", "osr_cvsr_dumbbell", "cvsr_by_family", "paired_differences"):
+    for figure in (
+        "validity_gap",
+        "osr_cvsr_dumbbell",
+        "cvsr_vg_by_family",
+        "cvsr_family_heatmap",
+        "paired_differences",
+        "dimension_fail_rates",
+    ):
         assert {f"figures/{figure}.{ext}" for ext in ("svg", "pdf", "png", "csv")} <= names
     assert ANALYSIS_MANIFEST in names
     assert not list(analyzed.parent.glob(".out.tmp-*"))
@@ -160,3 +174,60 @@ def test_cli_reports_errors_without_a_traceback(
         _cli().parse_args(["analyze", "x", "--out", "y", "--contrast-metrics", "XYZ"])
     with pytest.raises(SystemExit):
         _cli().parse_args(["analyze", "x", "--out", "y", "--figure-formats", "gif"])
+
+
+def _pack_episodes(pack_id: str) -> pl.DataFrame:
+    """Every baseline profile on a built-in pack, as an episodes frame (one seed)."""
+    from cavbench.adapters import BASELINE_PROFILES, baseline
+    from cavbench.runner import run_episodes, verdict_row
+    from cavbench.scenarios import load_pack
+
+    pack = load_pack(pack_id)
+    rows = [
+        verdict_row(episode, str(profile))
+        for profile in BASELINE_PROFILES
+        for episode in run_episodes(pack, baseline(profile))
+    ]
+    return pl.DataFrame(rows).with_columns(
+        pl.format("{}-{}", "profile", "scenario_id").alias("episode_id"),
+        pl.col("failure_codes").str.split(";").list.eval(pl.element().filter(pl.element() != "")),
+        pl.lit(pack_id).alias("pack_id"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("pack_id", "scenarios", "where"),
+    [
+        ("mock", None, ()),
+        ("mock", 3, ()),
+        ("core-v1", None, (("scenario_id", "ER-01"),)),
+    ],
+    ids=["mock pack, five profiles", "three-scenario pack", "--where scenario_id=ER-01"],
+)
+def test_contrasts_with_a_single_discordant_task_give_p_one(
+    pack_id: str, scenarios: int | None, where: tuple[tuple[str, str], ...]
+) -> None:
+    episodes = _pack_episodes(pack_id)
+    if scenarios is not None:
+        keep = sorted(episodes["scenario_id"].unique().to_list())[:scenarios]
+        episodes = episodes.filter(pl.col("scenario_id").is_in(keep))
+    options = AnalyzeOptions(bootstrap=FAST.bootstrap, where=where)
+    bundle = compute_analysis(episodes, None, options)
+    assert bundle.contrasts is not None
+    frame = bundle.contrasts.frame
+    single = frame.filter(pl.col("left_higher") + pl.col("right_higher") == 1)
+    assert single.height >= 1, frame
+    assert single["mcnemar_p"].to_list() == [1.0] * single.height
+    assert single["permutation_p"].to_list() == [1.0] * single.height
+    # One episode per task: no pass^k figure (it would be one point per profile).
+    assert "pass_k" not in {plot.name for plot in bundle.plots}
+
+
+def test_unequal_repetitions_reach_the_bundle_as_a_warning() -> None:
+    # Two runs of every scenario, then one run of ER-01 dropped for every profile.
+    twice = ablation_standin(seeds=(0, 1)).episodes
+    episodes = twice.filter(~((pl.col("scenario_id") == "ER-01") & (pl.col("seed") == 1)))
+    bundle = compute_analysis(episodes, None, FAST)
+    assert len(bundle.warnings) == 1
+    assert "direct: 1 to 2;" in bundle.warnings[0]
+    assert bundle.pass_k.filter(pl.col("k") == 2)["n_tasks"].unique().to_list() == [39]

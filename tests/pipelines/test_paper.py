@@ -25,7 +25,14 @@ def regenerated(artifacts_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
 
 def test_regenerates_figures_tables_and_manifest(regenerated: Path) -> None:
     figures = {p.name for p in (regenerated / "figures").iterdir()}
-    for name in ("validity_gap", "osr_cvsr_dumbbell", "cvsr_by_family", "paired_differences"):
+    for name in (
+        "validity_gap",
+        "osr_cvsr_dumbbell",
+        "cvsr_vg_by_family",
+        "cvsr_family_heatmap",
+        "paired_differences",
+        "dimension_fail_rates",
+    ):
         assert {f"{name}.svg", f"{name}.pdf", f"{name}.png", f"{name}.csv"} <= figures
     for name in ("headline.md", "headline.tex", "metrics.csv", "contrasts.csv", "pass_k.csv"):
         assert (regenerated / name).is_file()
@@ -99,13 +106,13 @@ def test_a_changed_number_or_a_missing_file_fails_the_comparison(
     shutil.copytree(regenerated, committed)
     csv = committed / "figures" / "validity_gap.csv"
     csv.write_text(csv.read_text(encoding="utf-8").replace("0.675", "0.676"), encoding="utf-8")
-    (committed / "figures" / "pass_k.svg").unlink()
+    (committed / "figures" / "dimension_fail_rates.svg").unlink()
     report = paper.compare_outputs(committed, regenerated)
     assert not report.ok
     verdicts = {f.path: f.verdict for f in report.files if not f.ok}
     assert verdicts == {
         "figures/validity_gap.csv": paper.Verdict.DIFFERENT,
-        "figures/pass_k.svg": paper.Verdict.MISSING,
+        "figures/dimension_fail_rates.svg": paper.Verdict.MISSING,
     }
 
 
@@ -114,28 +121,28 @@ def test_a_binary_figure_whose_bytes_differ_passes_on_pixels_unless_strict(
 ) -> None:
     committed = tmp_path / "paper"
     shutil.copytree(regenerated, committed)
-    pdf = committed / "figures" / "pass_k.pdf"
+    pdf = committed / "figures" / "dimension_fail_rates.pdf"
     pdf.write_bytes(pdf.read_bytes() + b"% another build\n")
     report = paper.compare_outputs(committed, regenerated)
     assert report.ok
     verdicts = {f.path: f.verdict for f in report.files}
-    assert verdicts["figures/pass_k.pdf"] is paper.Verdict.WITHIN_TOLERANCE
+    assert verdicts["figures/dimension_fail_rates.pdf"] is paper.Verdict.WITHIN_TOLERANCE
     assert not paper.compare_outputs(committed, regenerated, strict=True).ok
 
 
 def test_an_edited_svg_label_fails_without_strict(regenerated: Path, tmp_path: Path) -> None:
     committed = tmp_path / "paper"
     shutil.copytree(regenerated, committed)
-    svg = committed / "figures" / "pass_k.svg"
+    svg = committed / "figures" / "validity_gap.svg"
     text = svg.read_text(encoding="utf-8")
-    assert "pass" in text
-    svg.write_text(text.replace("pass", "fail", 1), encoding="utf-8")
+    assert ">Direct<" in text
+    svg.write_text(text.replace(">Direct<", ">Dorect<", 1), encoding="utf-8")
     report = paper.compare_outputs(committed, regenerated)
     assert {f.path: f.verdict for f in report.files if not f.ok} == {
-        "figures/pass_k.svg": paper.Verdict.DIFFERENT,
-        "figures/pass_k.pdf": paper.Verdict.DIFFERENT,
-        "figures/pass_k.png": paper.Verdict.DIFFERENT,
-    } or {f.path for f in report.files if not f.ok} == {"figures/pass_k.svg"}
+        "figures/validity_gap.svg": paper.Verdict.DIFFERENT,
+        "figures/validity_gap.pdf": paper.Verdict.DIFFERENT,
+        "figures/validity_gap.png": paper.Verdict.DIFFERENT,
+    } or {f.path for f in report.files if not f.ok} == {"figures/validity_gap.svg"}
 
 
 def test_a_png_beyond_the_pixel_tolerance_fails(regenerated: Path, tmp_path: Path) -> None:
@@ -143,13 +150,13 @@ def test_a_png_beyond_the_pixel_tolerance_fails(regenerated: Path, tmp_path: Pat
 
     committed = tmp_path / "paper"
     shutil.copytree(regenerated, committed)
-    png = committed / "figures" / "pass_k.png"
+    png = committed / "figures" / "dimension_fail_rates.png"
     pixels = mpimg.imread(png)
     pixels[: pixels.shape[0] // 2, :, :3] = 0.0
     mpimg.imsave(png, pixels)
     report = paper.compare_outputs(committed, regenerated)
     failed = {f.path for f in report.files if not f.ok}
-    assert failed == {"figures/pass_k.png"}
+    assert failed == {"figures/dimension_fail_rates.png"}
 
 
 def test_manifest_parameters_must_match(regenerated: Path, tmp_path: Path) -> None:
