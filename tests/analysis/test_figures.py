@@ -197,6 +197,7 @@ def test_a_frame_without_the_metrics_is_refused(ablation: SyntheticTables) -> No
         validity_gap_figure(metrics.filter(pl.col("metric") == "OSR"))
 
 
+@pytest.mark.slow  # several seconds: CI runs it (.ci/run); the forest figure test stays fast
 def test_every_figure_is_byte_identical_when_built_twice(
     ablation_repeated: SyntheticTables, tmp_path: Path
 ) -> None:
