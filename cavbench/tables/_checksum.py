@@ -95,8 +95,11 @@ class ContentDigest:
     hashed before the last part: each stream is spooled (memory, then a temporary file) and
     hashed in `hexdigest`. Same value as `content_sha256` of the concatenated parts."""
 
-    def __init__(self, schema: pa.Schema) -> None:
+    def __init__(self, schema: pa.Schema, spool_dir: Path | None = None) -> None:
         self.schema = schema
+        # Spilled streams hold about the table's uncompressed size: beside the table they go
+        # to the disk that holds the results, not a possibly small /tmp (unlinked at once).
+        self._spool_dir = spool_dir
         self.rows = 0
         self._spools: list[list[IO[bytes]]] = [[] for _ in schema]
 
@@ -108,7 +111,11 @@ class ContentDigest:
             for index, blob in enumerate(_blobs(array)):
                 if index == len(spools):
                     # closed in hexdigest/close: a spool lives across update calls
-                    spools.append(tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES))  # noqa: SIM115
+                    spools.append(
+                        tempfile.SpooledTemporaryFile(  # noqa: SIM115
+                            max_size=_SPOOL_BYTES, dir=self._spool_dir and str(self._spool_dir)
+                        )
+                    )
                 spools[index].write(blob)
 
     def hexdigest(self) -> str:

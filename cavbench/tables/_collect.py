@@ -202,7 +202,7 @@ def collect(
         )
         path = out_dir / table.filename
         tmp = tmp_path(path)
-        digest = ContentDigest(schema)
+        digest = ContentDigest(schema, spool_dir=out_dir)
         try:
             with pq.ParquetWriter(tmp, stamped, compression=COMPRESSION) as writer:
                 for directory, manifest in good:

@@ -131,7 +131,7 @@ class TableWriter:
         self.schema = schema_for(table, factors)
         self._footer = dict(footer)
         self._tmp = tmp_path(self.path)
-        self._digest = ContentDigest(self.schema)
+        self._digest = ContentDigest(self.schema, spool_dir=directory)
         # No stored Arrow schema: its metadata is fixed at open, before the footer facts are
         # known, and would hide them. Readers cast to the declared schema anyway.
         self._writer = pq.ParquetWriter(
