@@ -99,7 +99,7 @@ class ContentDigest:
         self.schema = schema
         # Spilled streams hold about the table's uncompressed size: beside the table they go
         # to the disk that holds the results, not a possibly small /tmp (unlinked at once).
-        self._spool_dir = spool_dir
+        self._spool_dir = None if spool_dir is None else str(spool_dir)
         self.rows = 0
         self._spools: list[list[IO[bytes]]] = [[] for _ in schema]
 
@@ -113,7 +113,7 @@ class ContentDigest:
                     # closed in hexdigest/close: a spool lives across update calls
                     spools.append(
                         tempfile.SpooledTemporaryFile(  # noqa: SIM115
-                            max_size=_SPOOL_BYTES, dir=self._spool_dir and str(self._spool_dir)
+                            max_size=_SPOOL_BYTES, dir=self._spool_dir
                         )
                     )
                 spools[index].write(blob)
