@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 
-from cavbench.adapters import AdapterResult, ExecutionAdapter
+from cavbench.adapters import AdapterFailure, AdapterResult, ExecutionAdapter
 from cavbench.errors import SelectionError
 from cavbench.evaluation import ScoringRule, Verdict, evaluate
 from cavbench.runtime import Environment
@@ -105,11 +105,13 @@ def run_episode(
         report = _report(adapter, result)
     except Exception as exc:  # the adapter is untrusted code; record and carry on
         env.run_error(f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        kept = redact(exc.metadata) if isinstance(exc, AdapterFailure) else {}
         report = AdapterReport(
             str(getattr(adapter, "name", "unknown")),
             str(getattr(adapter, "version", "0.0.0")),
             "",
             CompletionStatus.FAILED.value,
+            kept if isinstance(kept, dict) else {},
         )
     return env.finalize(report)
 

@@ -11,11 +11,12 @@ from cavbench.adapters._engine import (
     baseline,
 )
 from cavbench.adapters._loading import load_adapter
-from cavbench.adapters._protocol import AdapterResult, ExecutionAdapter
+from cavbench.adapters._protocol import AdapterFailure, AdapterResult, ExecutionAdapter
 
 __all__ = [
     "BASELINE_PROFILES",
     "PROFILE_CAPABILITIES",
+    "AdapterFailure",
     "AdapterResult",
     "BaselineAdapter",
     "Capabilities",

@@ -102,6 +102,10 @@ class _Episode:
             self.worst = status
 
 
+EngineEpisode = _Episode
+"""The engine's per-episode bookkeeping (opaque to callers of `start`/`step`/`finish`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class BaselineAdapter:
     """The deterministic plan-following engine, configured by capabilities."""
@@ -115,26 +119,43 @@ class BaselineAdapter:
         return self.profile.value
 
     def run(self, session: AdapterSession) -> AdapterResult:
-        ep = _Episode(session=session, view=session.scenario)
+        ep = self.start(session)
         for step in ep.view.plan.steps:
-            if step.kind is StepKind.COMPENSATE or not self._triggered(ep, step):
-                continue
-            match step.kind:
-                case StepKind.READ:
-                    self._cached_read(ep, step)
-                    ep.statuses[step.step_id] = StepStatus.COMMITTED
-                case StepKind.WRITE:
-                    ep.statuses[step.step_id] = self._write(ep, step)
-                case StepKind.ESCALATE:
-                    session.escalate(f"{step.step_id}: escalation required by task plan")
-                    ep.statuses[step.step_id] = StepStatus.ESCALATED
-                case StepKind.CLARIFY:
-                    session.clarify(f"{step.step_id}: clarification required by task plan")
-                    ep.statuses[step.step_id] = StepStatus.CLARIFIED
-                case StepKind.STATUS_CHECK:
-                    ep.statuses[step.step_id] = StepStatus.COMMITTED
-                case StepKind.RESPOND:
-                    pass
+            if self.runnable(ep, step):
+                self.step(ep, step)
+        return self.finish(ep)
+
+    # -- the strategy one step at a time (for framework adapters that drive it as a graph) --
+    def start(self, session: AdapterSession) -> EngineEpisode:
+        """Fresh bookkeeping for one episode."""
+        return _Episode(session=session, view=session.scenario)
+
+    def runnable(self, ep: EngineEpisode, step: PlannedStep) -> bool:
+        """Whether the plan loop runs `step` now (compensations run only on failure)."""
+        return step.kind is not StepKind.COMPENSATE and self._triggered(ep, step)
+
+    def step(self, ep: EngineEpisode, step: PlannedStep) -> None:
+        """Run one plan step: read, write (gate, guard, reconcile, recover), escalate, clarify."""
+        session = ep.session
+        match step.kind:
+            case StepKind.READ:
+                self._cached_read(ep, step)
+                ep.statuses[step.step_id] = StepStatus.COMMITTED
+            case StepKind.WRITE:
+                ep.statuses[step.step_id] = self._write(ep, step)
+            case StepKind.ESCALATE:
+                session.escalate(f"{step.step_id}: escalation required by task plan")
+                ep.statuses[step.step_id] = StepStatus.ESCALATED
+            case StepKind.CLARIFY:
+                session.clarify(f"{step.step_id}: clarification required by task plan")
+                ep.statuses[step.step_id] = StepStatus.CLARIFIED
+            case StepKind.STATUS_CHECK:
+                ep.statuses[step.step_id] = StepStatus.COMMITTED
+            case StepKind.RESPOND | StepKind.COMPENSATE:
+                pass
+
+    def finish(self, ep: EngineEpisode) -> AdapterResult:
+        """The episode's report."""
         return AdapterResult(
             final_message=_FINAL_MESSAGES[ep.worst],
             completion_status=ep.worst,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from cavbench.errors import CavBenchError
 from cavbench.runtime.session import AdapterSession
 from cavbench.trace import CompletionStatus, JSONObject
 
@@ -17,6 +18,19 @@ class AdapterResult:
     final_message: str
     completion_status: CompletionStatus | str = CompletionStatus.SUCCESS
     metadata: JSONObject = field(default_factory=dict)
+
+
+class AdapterFailure(CavBenchError):
+    """An adapter's own infrastructure failed (a candidate process crashed or hung). Raised by
+    adapters such as `adapter=external`; the runner records it as the episode's error and
+    keeps `metadata` (redacted) on the episode's report."""
+
+    def __init__(self, message: str, metadata: JSONObject | None = None) -> None:
+        self.metadata: JSONObject = dict(metadata or {})
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (str(self), self.metadata))
 
 
 @runtime_checkable

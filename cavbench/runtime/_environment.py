@@ -85,7 +85,7 @@ class Environment:
 
     def session(self) -> AdapterSession:
         """The adapter's session: the scenario view and a facade over this environment."""
-        return AdapterSession(self.scenario.view(), ToolFacade(self))
+        return AdapterSession(self.scenario.view(), ToolFacade(self), seed=self.seed)
 
     # -- recording --------------------------------------------------------------------------
     @property

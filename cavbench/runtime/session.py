@@ -169,11 +169,17 @@ class ToolFacade:
 class AdapterSession:
     """Exactly what an adapter gets: the scenario's view and the tools. Nothing else."""
 
-    __slots__ = ("_scenario", "_tools")
+    __slots__ = ("_scenario", "_seed", "_tools")
 
-    def __init__(self, scenario: ScenarioView, tools: ToolFacade) -> None:
+    def __init__(self, scenario: ScenarioView, tools: ToolFacade, *, seed: int = 0) -> None:
         self._scenario = scenario
         self._tools = tools
+        self._seed = seed
+
+    @property
+    def seed(self) -> int:
+        """The episode's recorded seed (an out-of-process candidate is told it)."""
+        return self._seed
 
     @property
     def scenario(self) -> ScenarioView:

@@ -68,6 +68,15 @@ class AdapterConf:
     name: str = MISSING
     """The `adapter` partition key and column."""
     factory: dict[str, Any] = field(default_factory=dict)
+    # `adapter=external` (an out-of-process candidate, cavbench.gateway.external):
+    command: str | None = None
+    """The candidate's command line, run once per episode."""
+    transport: str = "rest"
+    """`rest` or `mcp`: how the candidate reaches its gateway session."""
+    time_limit_s: float = 60.0
+    """Wall-clock limit of one candidate process (killed and recorded when it overruns)."""
+    cwd: str | None = None
+    """The candidate's working directory (default: the sweep's)."""
 
 
 @dataclass

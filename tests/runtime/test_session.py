@@ -15,7 +15,8 @@ def public(obj: object) -> set[str]:
 def test_session_exposes_only_scenario_tools_clarify_escalate(kit: Any) -> None:
     session = Environment(kit.scenario()).session()
     assert isinstance(session, AdapterSession)
-    assert public(session) == {"scenario", "tools", "clarify", "escalate"}
+    # `seed` is the episode's recorded seed (an out-of-process candidate is told it).
+    assert public(session) == {"scenario", "tools", "clarify", "escalate", "seed"}
     assert not hasattr(session, "__dict__")  # no room to hang anything else on it
 
 
