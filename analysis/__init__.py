@@ -106,6 +106,7 @@ from analysis._synthetic import (
     ablation_standin,
     simulate_episodes,
 )
+from analysis._usage import rated_episodes, usage_summary
 from analysis._vocab import (
     CANONICAL_PROFILES,
     DIMENSIONS,
@@ -217,4 +218,6 @@ __all__ = [
     "validity_gap_figure",
     "wilson_interval",
     "write_plot",
+    "rated_episodes",
+    "usage_summary",
 ]

@@ -186,12 +186,23 @@ def _measure_values(episodes: pl.DataFrame, measure: Measure) -> pl.Expr:
     return col.cast(pl.Float64).fill_null(0.0)
 
 
+def _has_values(episodes: pl.DataFrame, column: str) -> bool:
+    return column in episodes.schema and not episodes.get_column(column).is_null().all()
+
+
 def _available(
     episodes: pl.DataFrame, measures: Sequence[Measure]
 ) -> tuple[list[Measure], list[str]]:
     kept, missing = [], []
+    # Since table schema 2 every sweep has the LLM columns, null for the deterministic
+    # profiles: a measure needs values, and the reliability measures a model-driven episode.
+    model_driven = _has_values(episodes, "model_turns")
     for m in measures:
-        if m.kind is MeasureKind.MEAN and (m.column is None or m.column not in episodes.schema):
+        if m.kind is MeasureKind.MEAN and (
+            m.column is None
+            or not _has_values(episodes, m.column)
+            or (m in RELIABILITY_MEASURES and not model_driven)
+        ):
             missing.append(m.name)
             continue
         if m.kind is MeasureKind.MEAN:

@@ -75,6 +75,16 @@ RECORD_COLUMNS: frozenset[str] = frozenset(
         "n_events",
         "n_ledger_rows",
         "n_findings",
+        "status",
+        "error",
+        "model_name",
+        "model_temperature",
+        "model_turns",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "stop_reason",
+        "op_id_source",
     }
 )
 """Every `episodes` column the sweep writes that is not a swept factor (mirrors the sweep's

@@ -72,3 +72,31 @@ class SelectionError(CavBenchError):
 
 class ConfigError(CavBenchError):
     """A sweep or CLI configuration value is invalid."""
+
+
+class ModelError(CavBenchError):
+    """A chat model could not give an answer. Raised by the back ends in `cavbench.models`."""
+
+
+class ModelInfraError(ModelError):
+    """Infrastructure, not the agent, failed: a rate limit, timeout, connection or 5xx error or
+    a malformed response that survived the retries. The episode is marked `infra_error`,
+    left out of rates and re-run on resume."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        self.kind = kind
+        self.detail = detail
+        super().__init__(f"model call failed ({kind}) after retries: {detail}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.kind, self.detail))
+
+
+class ModelRequestError(ModelError):
+    """The endpoint refused the request itself (a 4xx other than 429: bad request, unknown
+    model, missing key). Raised by the `openai_compatible` back end."""
+
+
+class CacheMissError(ModelError):
+    """An answer was needed that no cache or recording holds, and fetching is not allowed
+    (the cache's offline switch, or the `replay` back end). Fails the job, not the episode."""

@@ -12,11 +12,18 @@ from dataclasses import dataclass
 from enum import Enum
 
 from cavbench.adapters import AdapterFailure, AdapterResult, ExecutionAdapter
-from cavbench.errors import SelectionError
+from cavbench.errors import CacheMissError, SelectionError
 from cavbench.evaluation import ScoringRule, Verdict, evaluate
 from cavbench.runtime import Environment
 from cavbench.scenarios import Family, Scenario, ScenarioPack
-from cavbench.trace import JSON, AdapterReport, CompletionStatus, EpisodeTrace, JSONObject
+from cavbench.trace import (
+    JSON,
+    AdapterReport,
+    AgentTranscript,
+    CompletionStatus,
+    EpisodeTrace,
+    JSONObject,
+)
 
 _SECRET_MARKERS = ("token", "secret", "password", "credential", "authorization", "api_key")
 REDACTED = "[REDACTED]"
@@ -93,16 +100,27 @@ def _report(adapter: ExecutionAdapter, result: object) -> AdapterReport:
 
 
 def run_episode(
-    scenario: Scenario, adapter: ExecutionAdapter, *, seed: int = 0, run_id: str = ""
+    scenario: Scenario,
+    adapter: ExecutionAdapter,
+    *,
+    seed: int = 0,
+    run_id: str = "",
+    repetition: int = 0,
 ) -> EpisodeTrace:
     """Run one episode. Any exception raised while the adapter runs — its own bug, or a
     facade call the world refused (an unknown resource, say) — is recorded as a `run_error`
     event carrying the traceback, not propagated: the episode scores as failed and a sweep
-    goes on."""
-    env = Environment(scenario, seed=seed, run_id=run_id)
+    goes on. A `CacheMissError` (an offline cache or a replay that lacks an answer) is the
+    harness's configuration failing, not the adapter: it propagates and fails the job."""
+    env = Environment(scenario, seed=seed, run_id=run_id, repetition=repetition)
+    agent: AgentTranscript | None = None
     try:
         result = adapter.run(env.session())
         report = _report(adapter, result)
+        found = getattr(result, "agent", None)
+        agent = found if isinstance(found, AgentTranscript) else None
+    except CacheMissError:
+        raise
     except Exception as exc:  # the adapter is untrusted code; record and carry on
         env.run_error(f"{type(exc).__name__}: {exc}", traceback.format_exc())
         kept = redact(exc.metadata) if isinstance(exc, AdapterFailure) else {}
@@ -113,7 +131,7 @@ def run_episode(
             CompletionStatus.FAILED.value,
             kept if isinstance(kept, dict) else {},
         )
-    return env.finalize(report)
+    return env.finalize(report, agent)
 
 
 def replay(

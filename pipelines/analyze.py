@@ -56,11 +56,13 @@ from analysis import (
     paired_difference_figure,
     pass_hat_k,
     pass_k_figure,
+    rated_episodes,
     read_sweep,
     sha256_file,
     to_html,
     to_latex,
     to_markdown,
+    usage_summary,
     validity_gap_figure,
     write_plot,
 )
@@ -171,6 +173,8 @@ class AnalysisBundle:
     plots: tuple[Plot, ...] = field(default=())
     factor_effects: FactorEffects | None = None
     factor_report: ReportTable | None = None
+    usage: pl.DataFrame | None = None
+    """Episodes, infra errors, turns, tokens and cost per group (infra errors included)."""
     warnings: tuple[str, ...] = ()
     """Caveats the analysis raised as :class:`analysis.AnalysisWarning` (e.g. unequal
     repetitions behind pass^k); the CLI prints them."""
@@ -192,6 +196,8 @@ class AnalysisBundle:
             out["factor_effects"] = self.factor_effects.frame
             if self.factor_effects.by_pack is not None:
                 out["factor_effects_by_pack"] = self.factor_effects.by_pack
+        if self.usage is not None:
+            out["usage"] = self.usage
         return out
 
     def reports(self) -> dict[str, ReportTable]:
@@ -244,6 +250,12 @@ def compute_analysis(
         several_packs = "pack_id" in episodes.schema and episodes["pack_id"].n_unique() > 1
         extra = [column] + (["pack_id"] if several_packs else [])
         group_by = (*group_by, *(c for c in extra if c not in group_by))
+    usage = usage_summary(episodes, group_by)
+    # Factor effects pair episodes and count infra errors themselves: they get all of them.
+    all_episodes = episodes
+    episodes = rated_episodes(episodes)  # infra errors say nothing about the agent
+    if episodes.is_empty():
+        raise AnalysisConfigError("every selected episode is an infra_error; nothing to rate")
     check_single_valued(episodes, [*UNPOOLABLE_COLUMNS, *factor_columns], group_by)
     config = options.bootstrap
     on_stage("headline intervals")
@@ -314,7 +326,7 @@ def compute_analysis(
     effects: FactorEffects | None = None
     if options.factor is not None and options.baseline is not None:
         effects = factor_effects(
-            episodes,
+            all_episodes,
             options.factor,
             options.baseline,
             held_fixed=factor_columns,
@@ -336,6 +348,7 @@ def compute_analysis(
         plots=tuple(plots),
         factor_effects=effects,
         factor_report=None if effects is None else factor_effects_table(effects),
+        usage=usage,
         warnings=tuple(notes),
     )
 

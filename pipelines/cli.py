@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import polars as pl
+
 from analysis import (
     BootstrapConfig,
     FigureFormat,
@@ -113,6 +115,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(render_markdown(result.bundle.contrasts_report))
     if result.bundle.factor_report is not None:
         print(render_markdown(result.bundle.factor_report))
+    usage = result.bundle.usage
+    if usage is not None:
+        # Cost and tokens of model-driven cells; infra errors are left out of every rate above.
+        print("Model usage (infra_error episodes are excluded from the rates above):")
+        with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True):
+            print(usage)
     if prereg is not None:
         print("\n".join(describe(prereg)))
     for cell in result.manifest.skipped_cells:

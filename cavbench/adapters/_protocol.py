@@ -7,7 +7,7 @@ from typing import Protocol, runtime_checkable
 
 from cavbench.errors import CavBenchError
 from cavbench.runtime.session import AdapterSession
-from cavbench.trace import CompletionStatus, JSONObject
+from cavbench.trace import AgentTranscript, CompletionStatus, JSONObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +18,8 @@ class AdapterResult:
     final_message: str
     completion_status: CompletionStatus | str = CompletionStatus.SUCCESS
     metadata: JSONObject = field(default_factory=dict)
+    agent: AgentTranscript | None = None
+    """A model-driven adapter's calls and transcript (becomes `model_calls`/`messages`)."""
 
 
 class AdapterFailure(CavBenchError):

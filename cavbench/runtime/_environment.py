@@ -19,6 +19,7 @@ from cavbench.scenarios import FaultMode, Injection, Scenario
 from cavbench.trace import (
     JSON,
     AdapterReport,
+    AgentTranscript,
     EpisodeTrace,
     EventType,
     JSONObject,
@@ -52,14 +53,18 @@ class Environment:
         "_forced_failures",
         "_ledger",
         "_state",
+        "repetition",
         "run_id",
         "scenario",
         "seed",
     )
 
-    def __init__(self, scenario: Scenario, *, seed: int = 0, run_id: str = "") -> None:
+    def __init__(
+        self, scenario: Scenario, *, seed: int = 0, run_id: str = "", repetition: int = 0
+    ) -> None:
         self.scenario = scenario
         self.seed = seed
+        self.repetition = repetition
         self.run_id = run_id
         self._state = StateStore(
             scenario.world.initial_state, source=f"{scenario.id}: world.initial_state"
@@ -85,7 +90,9 @@ class Environment:
 
     def session(self) -> AdapterSession:
         """The adapter's session: the scenario view and a facade over this environment."""
-        return AdapterSession(self.scenario.view(), ToolFacade(self), seed=self.seed)
+        return AdapterSession(
+            self.scenario.view(), ToolFacade(self), seed=self.seed, repetition=self.repetition
+        )
 
     # -- recording --------------------------------------------------------------------------
     @property
@@ -315,7 +322,7 @@ class Environment:
     def events(self) -> tuple[TraceEvent, ...]:
         return tuple(self._events)
 
-    def finalize(self, report: AdapterReport) -> EpisodeTrace:
+    def finalize(self, report: AdapterReport, agent: AgentTranscript | None = None) -> EpisodeTrace:
         """Freeze the episode. The adapter's report is stored as given; nothing scores it
         except the evaluator's overclaim check on `completion_status`."""
         return EpisodeTrace(
@@ -326,4 +333,5 @@ class Environment:
             final_state=self._state.snapshot(),
             side_effects=self._ledger.rows,
             adapter_report=report,
+            agent=agent,
         )

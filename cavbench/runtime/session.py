@@ -169,17 +169,26 @@ class ToolFacade:
 class AdapterSession:
     """Exactly what an adapter gets: the scenario's view and the tools. Nothing else."""
 
-    __slots__ = ("_scenario", "_seed", "_tools")
+    __slots__ = ("_repetition", "_scenario", "_seed", "_tools")
 
-    def __init__(self, scenario: ScenarioView, tools: ToolFacade, *, seed: int = 0) -> None:
+    def __init__(
+        self, scenario: ScenarioView, tools: ToolFacade, *, seed: int = 0, repetition: int = 0
+    ) -> None:
         self._scenario = scenario
         self._tools = tools
         self._seed = seed
+        self._repetition = repetition
 
     @property
     def seed(self) -> int:
-        """The episode's recorded seed (an out-of-process candidate is told it)."""
+        """The episode's recorded seed (an out-of-process candidate is told it; a model-driven
+        adapter keys its cache on it)."""
         return self._seed
+
+    @property
+    def repetition(self) -> int:
+        """Which repetition of (scenario, seed) this is (so repeated runs are not cached as one)."""
+        return self._repetition
 
     @property
     def scenario(self) -> ScenarioView:

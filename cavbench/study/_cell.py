@@ -249,7 +249,14 @@ def job_config(cfg: DictConfig) -> dict[str, Any]:
     (where and how to write), `prereg` (registered per sweep) and Hydra's own node."""
     container = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     assert isinstance(container, dict)
-    return {str(k): v for k, v in container.items() if k not in ("output", "hydra", "prereg")}
+    skipped = ("output", "hydra", "prereg")
+    config = {str(k): v for k, v in container.items() if k not in skipped}
+    # Execution-only settings and an unused model group do not identify results.
+    if isinstance(config.get("adapter"), dict):
+        config["adapter"] = {k: v for k, v in config["adapter"].items() if k != "max_concurrency"}
+    if not config.get("model"):
+        config.pop("model", None)
+    return config
 
 
 def config_hash(config: Mapping[str, Any]) -> str:

@@ -68,6 +68,9 @@ class AdapterConf:
     name: str = MISSING
     """The `adapter` partition key and column."""
     factory: dict[str, Any] = field(default_factory=dict)
+    max_concurrency: int = 1
+    """Episodes of a cell run at once (threads; for I/O-bound adapters such as adapter=llm).
+    Results do not depend on it, so it is not part of the config hash."""
     # `adapter=external` (an out-of-process candidate, cavbench.gateway.external):
     command: str | None = None
     """The candidate's command line, run once per episode."""
@@ -147,6 +150,8 @@ class SweepConfig:
     seeds: SeedsConf = field(default_factory=SeedsConf)
     factors: dict[str, Any] = field(default_factory=dict)
     """Any other swept factor: name -> scalar. Each becomes a folder level and a column."""
+    model: dict[str, Any] = field(default_factory=dict)
+    """Group `model/`: the chat model of adapter=llm (empty for the profiles)."""
     output: OutputConf = field(default_factory=OutputConf)
     prereg: PreregConf = field(default_factory=PreregConf)
 

@@ -1,4 +1,4 @@
-"""One Hydra job = one cell: run its episodes, write its six tables and its manifest.
+"""One Hydra job = one cell: run its episodes, write its tables and its manifest.
 
 Order of writes, so that nothing half done is ever read as done:
 
@@ -25,6 +25,7 @@ import logging
 import sys
 import traceback
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +38,7 @@ from tqdm import tqdm
 
 from cavbench.adapters import ExecutionAdapter
 from cavbench.errors import CavBenchError, ConfigError
-from cavbench.evaluation import ScoringRule, evaluate
+from cavbench.evaluation import ScoringRule, Verdict, evaluate
 from cavbench.runner import relaxed_gc, run_episode, select
 from cavbench.scenarios import Scenario, load_pack
 from cavbench.study import _progress as progress
@@ -78,6 +79,7 @@ from cavbench.tables import (
     write_manifest,
 )
 from cavbench.tables._collect import current_provenance
+from cavbench.trace import EpisodeTrace
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +108,7 @@ class CellPlan:
     profile: str
     adapter_name: str
     adapter_factory: Mapping[str, Any] = field(default_factory=dict)
+    max_concurrency: int = 1
     adapter_source: AdapterSource | None = None
     overwrite: bool = False
     progress: bool = True
@@ -156,6 +159,7 @@ class CellPlan:
             profile=keys.as_dict()["profile"],
             adapter_name=str(cfg.adapter.name),
             adapter_factory=factory,
+            max_concurrency=max(1, int(cfg.adapter.get("max_concurrency", 1))),
             adapter_source=adapter_source(target) if isinstance(target, str) else None,
             overwrite=bool(output.overwrite),
             progress=bool(output.progress),
@@ -220,6 +224,11 @@ def _skip_reason(plan: CellPlan) -> str | None:
         )
     if existing.status is not CellStatus.COMPLETE:
         log.info("%s: found status %s, redoing the cell", plan.cell, existing.status.value)
+        return None
+    if existing.n_infra_errors:
+        log.info(
+            "%s: %d infra_error episode(s), redoing the cell", plan.cell, existing.n_infra_errors
+        )
         return None
     changed = _adapter_changed(plan, existing)
     if changed:
@@ -324,10 +333,11 @@ def _run_locked(plan: CellPlan) -> CellResult:
         log.error("%s: FAILED (traceback in %s)", plan.cell, directory / TRACEBACK_NAME)
         raise
     log.info(
-        "%s: COMPLETE, %d episodes (%d adapter errors)",
+        "%s: COMPLETE, %d episodes (%d adapter errors, %d infra errors)",
         plan.cell,
         manifest.n_episodes,
         manifest.n_errors,
+        manifest.n_infra_errors,
     )
     return CellResult(
         plan.cell, str(directory), manifest.status, False, manifest.n_episodes, manifest.n_errors
@@ -382,6 +392,14 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
         leave=False,
         disable=not (plan.progress and sys.stderr.isatty()),
     )
+
+    def one(item: tuple[Scenario, int, int]) -> tuple[EpisodeKey, EpisodeTrace, Verdict]:
+        scenario, seed, repetition = item
+        episode_id = plan.keys.episode_id(scenario.id, seed, repetition)
+        trace = run_episode(scenario, adapter, seed=seed, run_id=episode_id, repetition=repetition)
+        key = EpisodeKey(episode_id, scenario.id, scenario.family.value, seed, repetition)
+        return key, trace, evaluate(scenario, trace, plan.rule)
+
     footer = {
         "sweep": plan.sweep,
         "cell": plan.cell,
@@ -405,15 +423,28 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
             for table, data in tables.drain().items():
                 writers[table].write(data)
 
+        def add(key: EpisodeKey, trace: EpisodeTrace, verdict: Verdict) -> None:
+            tables.add(key, trace, verdict)
+            if tables.n_buffered >= ROW_GROUP_EPISODES:
+                flush()
+
         with relaxed_gc():
-            for scenario, seed, repetition in bar:
-                episode_id = plan.keys.episode_id(scenario.id, seed, repetition)
-                trace = run_episode(scenario, adapter, seed=seed, run_id=episode_id)
-                verdict = evaluate(scenario, trace, plan.rule)
-                key = EpisodeKey(episode_id, scenario.id, scenario.family.value, seed, repetition)
-                tables.add(key, trace, verdict)
-                if tables.n_buffered >= ROW_GROUP_EPISODES:
-                    flush()
+            if plan.max_concurrency > 1:
+                # I/O-bound adapters (model calls): episodes run in threads; `map` yields in
+                # input order, so the tables are the same as a serial run's.
+                # The bar counts finished episodes (map submits all inputs at once).
+                with ThreadPoolExecutor(plan.max_concurrency, thread_name_prefix="episode") as pool:
+                    try:
+                        for key, trace, verdict in pool.map(one, bar.iterable):
+                            add(key, trace, verdict)
+                            bar.update()
+                    except BaseException:
+                        pool.shutdown(wait=True, cancel_futures=True)  # a failed job stops now
+                        raise
+                bar.close()
+            else:
+                for item in bar:
+                    add(*one(item))
         flush()
         for table, writer in writers.items():
             written = writer.close()
@@ -426,6 +457,7 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
             "status": CellStatus.COMPLETE,
             "n_episodes": tables.n_episodes,
             "n_errors": tables.n_errors,
+            "n_infra_errors": tables.n_infra_errors,
             "tables": records,
         }
     )

@@ -43,7 +43,7 @@ PREREG_NAME, DEVIATIONS_NAME, PACKS_NAME = PREREGISTRATION_FILES
 MULTIRUN_NAME = "multirun.yaml"
 _LOCK_NAME = ".preregistration.lock"
 # Overrides that say where or how a sweep runs, not what it is.
-_NOT_DESIGN = ("output.", "hydra.", "hydra/", "prereg.deviation")
+_NOT_DESIGN = ("output.", "hydra.", "hydra/", "prereg.deviation", "adapter.max_concurrency")
 
 
 class _Record(BaseModel):
@@ -134,7 +134,14 @@ def file_sha256(path: Path) -> str:
 def _without_deviation(config: dict[str, Any]) -> dict[str, Any]:
     prereg = dict(config.get("prereg") or {})
     prereg.pop("deviation", None)
-    return {**config, "prereg": prereg}
+    out = {**config, "prereg": prereg}
+    # As in the config hash: how many episodes run at once, and an unused model group, are
+    # not part of the design.
+    if isinstance(out.get("adapter"), dict):
+        out["adapter"] = {k: v for k, v in out["adapter"].items() if k != "max_concurrency"}
+    if not out.get("model"):
+        out.pop("model", None)
+    return out
 
 
 def _design_override(text: str) -> bool:

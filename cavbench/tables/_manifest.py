@@ -118,6 +118,9 @@ class CellManifest(_Record):
     n_episodes: int = 0
     n_errors: int = 0
     """Episodes whose adapter raised (each still has an `episodes` row and a failed verdict)."""
+    n_infra_errors: int = 0
+    """Episodes ended by an infrastructure failure (status `infra_error`): left out of rates,
+    and the cell is run again on resume."""
     tables: dict[str, TableRecord] = Field(default_factory=dict)
     error: str | None = None
     """The traceback when the job failed (status `FAILED`); also in `traceback.txt`."""

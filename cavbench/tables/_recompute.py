@@ -36,6 +36,10 @@ _ROWS = dict[str, list[dict[str, Any]]]
 """episode_id -> that episode's rows of one table."""
 
 
+_SCORED: tuple[Table, ...] = tuple(t for t in Table if t not in (Table.MODEL_CALLS, Table.MESSAGES))
+"""The tables a verdict is rebuilt and compared from (never the model's calls: recompute
+re-scores, it does not re-ask)."""
+
 _FINDING_KEYS = frozenset(SCHEMAS[Table.FINDINGS].names) - {
     "episode_id",
     "scenario_id",
@@ -253,7 +257,7 @@ def _cells_from_folders(directories: Sequence[Path]) -> Iterator[_CellTables]:
             table: _group(
                 read_table(directory / manifest.tables[table.value].file, table).to_pylist()
             )
-            for table in Table
+            for table in _SCORED
         }
         yield _CellTables(
             manifest.cell, manifest.pack, manifest.scoring_rule, rows, _group_label(manifest.keys)
@@ -262,7 +266,7 @@ def _cells_from_folders(directories: Sequence[Path]) -> Iterator[_CellTables]:
 
 def _cells_from_collected(collected: Path) -> Iterator[_CellTables]:
     manifest = read_sweep_manifest(collected)  # verified by verify_sweep beforehand
-    paths = {table: collected / manifest.tables[table.value].file for table in Table}
+    paths = {table: collected / manifest.tables[table.value].file for table in _SCORED}
     for summary in manifest.cells:
         # Each cell is one row group of each merged file, so the filter reads only that cell.
         rows = {

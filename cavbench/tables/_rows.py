@@ -17,7 +17,7 @@ import pyarrow as pa
 from cavbench.evaluation import ALL_DIMENSIONS, DimensionStatus, Finding, Verdict
 from cavbench.tables._io import build_table
 from cavbench.tables._schema import PARTITION_KEYS, Table, schema_for
-from cavbench.trace import JSON, EpisodeTrace
+from cavbench.trace import JSON, EpisodeStatus, EpisodeTrace
 
 
 def _plain(value: object) -> object:
@@ -73,6 +73,35 @@ def verdict_fields(verdict: Verdict) -> dict[str, Any]:
     }
 
 
+def agent_fields(trace: EpisodeTrace) -> dict[str, Any]:
+    """The model-driven columns of `episodes` (all null for an adapter that calls no model)."""
+    agent = trace.agent
+    if agent is None:
+        return dict.fromkeys(_AGENT_COLUMNS)
+    return {
+        "model_name": agent.model,
+        "model_temperature": agent.temperature,
+        "model_turns": agent.turns,
+        "prompt_tokens": agent.prompt_tokens,
+        "completion_tokens": agent.completion_tokens,
+        "cost_usd": agent.cost_usd,
+        "stop_reason": agent.stop_reason.value,
+        "op_id_source": agent.op_id_source,
+    }
+
+
+_AGENT_COLUMNS = (
+    "model_name",
+    "model_temperature",
+    "model_turns",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "stop_reason",
+    "op_id_source",
+)
+
+
 def dimension_statuses(verdict: Verdict) -> list[tuple[str, str]]:
     """(dimension, status) in canonical dimension order: the episode's `verdicts` rows."""
     return [
@@ -110,7 +139,7 @@ def _version_of(resource: JSON) -> int | None:
 
 
 class CellTables:
-    """Accumulates the six tables of one cell, column by column."""
+    """Accumulates the tables of one cell, column by column."""
 
     def __init__(self, context: CellContext) -> None:
         self.context = context
@@ -120,6 +149,7 @@ class CellTables:
         }
         self.n_episodes = 0
         self.n_errors = 0
+        self.n_infra_errors = 0
 
     def _append(self, table: Table, row: Mapping[str, Any]) -> None:
         for name, column in self._columns[table].items():
@@ -150,10 +180,13 @@ class CellTables:
                 "report_metadata": dump_json(report.metadata),
                 "n_events": len(trace.events),
                 "n_ledger_rows": len(trace.side_effects),
+                "status": trace.status.value,
                 "error": trace.error,
                 **verdict_fields(verdict),
+                **agent_fields(trace),
             },
         )
+        self._add_agent(ids, trace)
         profile = ctx.keys["profile"]
         for dimension, status in dimension_statuses(verdict):
             self._append(
@@ -228,6 +261,46 @@ class CellTables:
         self.n_episodes += 1
         if trace.error is not None:
             self.n_errors += 1
+        if trace.status is EpisodeStatus.INFRA_ERROR:
+            self.n_infra_errors += 1
+
+    def _add_agent(self, ids: Mapping[str, str], trace: EpisodeTrace) -> None:
+        agent = trace.agent
+        if agent is None:
+            return
+        for call in agent.calls:
+            self._append(
+                Table.MODEL_CALLS,
+                {
+                    **ids,
+                    "turn": call.turn,
+                    "model_name": call.model,
+                    "base_url": call.base_url,
+                    "request_digest": call.request_digest,
+                    "prompt_tokens": call.prompt_tokens,
+                    "completion_tokens": call.completion_tokens,
+                    "cached_tokens": call.cached_tokens,
+                    "reasoning_tokens": call.reasoning_tokens,
+                    "latency_s": call.latency_s,
+                    "finish_reason": call.finish_reason,
+                    "cost_usd": call.cost_usd,
+                    "cache_hit": call.cache_hit,
+                    "error_class": call.error_class,
+                    "response": call.response,
+                },
+            )
+        for message in agent.messages:
+            self._append(
+                Table.MESSAGES,
+                {
+                    **ids,
+                    "message_index": message.index,
+                    "role": message.role,
+                    "content": message.content,
+                    "tool_calls": message.tool_calls,
+                    "tool_call_id": message.tool_call_id,
+                },
+            )
 
     @property
     def n_buffered(self) -> int:

@@ -13,12 +13,13 @@ from enum import StrEnum
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 """Version of the table layout below (and of the manifests that describe the files)."""
 
 
 class Table(StrEnum):
-    """The six per-episode tables, in the order they are written."""
+    """The per-episode tables, in the order they are written (`model_calls` and `messages`
+    are empty for adapters that call no model)."""
 
     EPISODES = "episodes"
     VERDICTS = "verdicts"
@@ -26,6 +27,8 @@ class Table(StrEnum):
     EVENTS = "events"
     LEDGER = "ledger"
     STATES = "states"
+    MODEL_CALLS = "model_calls"
+    MESSAGES = "messages"
 
     @property
     def filename(self) -> str:
@@ -46,6 +49,7 @@ Each is also a column of `episodes`, so a hive-partitioned read agrees with the 
 _STR = pa.string()
 _I64 = pa.int64()
 _BOOL = pa.bool_()
+_F64 = pa.float64()
 _STRS = pa.list_(pa.string())
 _JSON = pa.string()  # JSON text; documented per column
 
@@ -93,7 +97,17 @@ SCHEMAS: Mapping[Table, pa.Schema] = {
             _field("n_events", _I64),
             _field("n_ledger_rows", _I64),
             _field("n_findings", _I64),
+            _field("status", _STR),
             _opt("error", _STR),
+            # Model-driven adapters only (null for the profiles); see docs/llm-agents.md.
+            _opt("model_name", _STR),
+            _opt("model_temperature", _F64),
+            _opt("model_turns", _I64),
+            _opt("prompt_tokens", _I64),
+            _opt("completion_tokens", _I64),
+            _opt("cost_usd", _F64),
+            _opt("stop_reason", _STR),
+            _opt("op_id_source", _STR),
         ]
     ),
     Table.VERDICTS: pa.schema(
@@ -165,6 +179,35 @@ SCHEMAS: Mapping[Table, pa.Schema] = {
             _opt("resource_id", _STR),
             _opt("version", _I64),
             _opt("fields", _JSON),
+        ]
+    ),
+    Table.MODEL_CALLS: pa.schema(
+        [
+            *_EPISODE_KEY,
+            _field("turn", _I64),
+            _field("model_name", _STR),
+            _opt("base_url", _STR),
+            _field("request_digest", _STR),
+            _field("prompt_tokens", _I64),
+            _field("completion_tokens", _I64),
+            _field("cached_tokens", _I64),
+            _field("reasoning_tokens", _I64),
+            _field("latency_s", _F64),
+            _opt("finish_reason", _STR),
+            _opt("cost_usd", _F64),
+            _field("cache_hit", _BOOL),
+            _opt("error_class", _STR),
+            _opt("response", _JSON),
+        ]
+    ),
+    Table.MESSAGES: pa.schema(
+        [
+            *_EPISODE_KEY,
+            _field("message_index", _I64),
+            _field("role", _STR),
+            _opt("content", _STR),
+            _field("tool_calls", _JSON),
+            _opt("tool_call_id", _STR),
         ]
     ),
 }

@@ -1,10 +1,12 @@
 """Episode records shared by the runtime (writer), the evaluator and the tables (readers)."""
 
+from cavbench.trace._agent import AgentTranscript, MessageRecord, ModelCallRecord, StopReason
 from cavbench.trace._records import (
     JSON,
     TRACE_SCHEMA_VERSION,
     AdapterReport,
     CompletionStatus,
+    EpisodeStatus,
     EpisodeTrace,
     EventType,
     JSONObject,
@@ -19,13 +21,18 @@ __all__ = [
     "JSON",
     "TRACE_SCHEMA_VERSION",
     "AdapterReport",
+    "AgentTranscript",
     "CompletionStatus",
+    "EpisodeStatus",
     "EpisodeTrace",
     "EventType",
     "JSONObject",
     "LedgerRow",
+    "MessageRecord",
+    "ModelCallRecord",
     "Resource",
     "State",
+    "StopReason",
     "TraceEvent",
     "severity_of",
 ]

@@ -13,6 +13,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, NamedTuple, TypeAlias
 
+from cavbench.trace._agent import AgentTranscript, StopReason
+
 JSON: TypeAlias = bool | int | float | str | list["JSON"] | dict[str, "JSON"] | None
 JSONObject: TypeAlias = dict[str, JSON]
 Resource: TypeAlias = dict[str, JSON]
@@ -40,6 +42,13 @@ class EventType(StrEnum):
     AGENT_MESSAGE = "agent_message"
     FAULT = "fault"
     RUN_ERROR = "run_error"
+
+
+class EpisodeStatus(StrEnum):
+    COMPLETED = "completed"
+    ADAPTER_ERROR = "adapter_error"
+    TIMEOUT = "timeout"
+    INFRA_ERROR = "infra_error"
 
 
 class CompletionStatus(StrEnum):
@@ -221,6 +230,8 @@ class EpisodeTrace:
     final_state: State
     side_effects: tuple[LedgerRow, ...]
     adapter_report: AdapterReport
+    agent: AgentTranscript | None = None
+    """Model calls and transcript of a model-driven adapter (not part of `as_json`)."""
 
     @property
     def error(self) -> str | None:
@@ -230,6 +241,17 @@ class EpisodeTrace:
                 text = event.metadata.get("traceback") or event.metadata.get("message")
                 return str(text) if text else "adapter raised"
         return None
+
+    @property
+    def status(self) -> EpisodeStatus:
+        """How the episode ended, as the harness sees it (not what the adapter claimed)."""
+        if self.agent is not None and self.agent.stop_reason is StopReason.INFRA_ERROR:
+            return EpisodeStatus.INFRA_ERROR
+        if self.error is not None or (
+            self.agent is not None and self.agent.stop_reason is StopReason.MODEL_ERROR
+        ):
+            return EpisodeStatus.ADAPTER_ERROR
+        return EpisodeStatus.COMPLETED
 
     def as_json(self) -> JSONObject:
         out: JSONObject = {

@@ -40,3 +40,5 @@ def test_the_contracts_cover_the_trust_boundary(shared_paths: dict[str, Path]) -
         "cavbench.evaluation",
     } <= forbidden["cavbench.adapters"]
     assert {"cavbench.adapters", "cavbench.runtime"} <= forbidden["cavbench.evaluation"]
+    assert {"cavbench.runtime", "cavbench.agents", "cavbench.trace"} <= forbidden["cavbench.models"]
+    assert {"cavbench.runtime._environment", "cavbench.evaluation"} <= forbidden["cavbench.agents"]

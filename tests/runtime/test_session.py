@@ -15,8 +15,9 @@ def public(obj: object) -> set[str]:
 def test_session_exposes_only_scenario_tools_clarify_escalate(kit: Any) -> None:
     session = Environment(kit.scenario()).session()
     assert isinstance(session, AdapterSession)
-    # `seed` is the episode's recorded seed (an out-of-process candidate is told it).
-    assert public(session) == {"scenario", "tools", "clarify", "escalate", "seed"}
+    # `seed` and `repetition` say which episode this is (an out-of-process candidate is told
+    # the seed; a model-driven adapter keys its cache on both).
+    assert public(session) == {"scenario", "tools", "clarify", "escalate", "seed", "repetition"}
     assert not hasattr(session, "__dict__")  # no room to hang anything else on it
 
 

@@ -90,6 +90,16 @@ def test_cells_of_one_design_and_a_resume_record_nothing(
     assert _lines(tmp_path) == []
 
 
+def test_concurrency_is_not_part_of_the_registered_design(
+    config: Callable[..., DictConfig], plan: Path, tmp_path: Path
+) -> None:
+    run_cell(config(f"prereg.analysis_plan={plan}"))
+    run_cell(
+        config(f"prereg.analysis_plan={plan}", "adapter.max_concurrency=4", "output.overwrite=true")
+    )
+    assert _lines(tmp_path) == []  # neither an experiment- nor a cell-config deviation
+
+
 def test_an_edited_plan_needs_a_reason_and_is_logged_once(
     config: Callable[..., DictConfig], plan: Path, tmp_path: Path
 ) -> None:

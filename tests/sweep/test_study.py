@@ -14,6 +14,7 @@ from cavbench.adapters import Profile
 from cavbench.study import CellPlan, _job, compose, run_cell
 from cavbench.tables import (
     CellStatus,
+    Table,
     cell_dirs,
     collect,
     read_cell_manifest,
@@ -89,7 +90,7 @@ def test_an_interrupted_sweep_resumes_to_the_same_tables(
 
     def dying_write(*args: Any, **kwargs: Any) -> Any:
         calls["n"] += 1
-        if calls["n"] == 2 * 6 + 3:  # two cells done, the third dies after two of six tables
+        if calls["n"] == 2 * len(Table) + 3:  # two cells done, the third dies after two tables
             raise _Killed
         return real_write(*args, **kwargs)
 
