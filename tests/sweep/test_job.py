@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 from omegaconf import DictConfig
 
@@ -23,7 +24,7 @@ from cavbench.tables import (
     verify_cell,
 )
 
-from .conftest import CRASHING, RUNAWAY
+from .conftest import CRASHING, MOCK, RUNAWAY
 
 Config = Callable[..., DictConfig]
 
@@ -236,3 +237,20 @@ def test_an_unset_limit_leaves_the_config_hash_unchanged(config: Config) -> None
     assert CellPlan.from_config(config("limits.episode_seconds=2")).config["limits"] == {
         "episode_seconds": 2.0
     }
+
+
+def test_row_groups_change_no_checksum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cell written a few episodes at a time (many row groups) records the same tables."""
+    from cavbench.study import _job, compose
+
+    def cell(root: str) -> Path:
+        cfg = compose([*MOCK, f"output.root={tmp_path / root}", "profile=direct", "seeds.count=3"])
+        return Path(run_cell(cfg).directory)
+
+    whole = cell("whole")
+    monkeypatch.setattr(_job, "ROW_GROUP_EPISODES", 2)
+    parts = cell("parts")
+    assert _checksums(parts) == _checksums(whole)
+    episodes = read_cell_manifest(parts).n_episodes
+    assert pq.ParquetFile(parts / "episodes.parquet").metadata.num_row_groups == -(-episodes // 2)
+    assert verify_cell(parts) == []
