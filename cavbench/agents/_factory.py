@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cavbench.agents._adapter import Budgets, LLMAdapter
+from cavbench.agents._harness import harness_templates
 from cavbench.agents._render import Renderer
 from cavbench.agents._tools import OpIdSource
 from cavbench.errors import ConfigError
@@ -22,6 +23,7 @@ def llm_adapter(
     wall_clock_s: float | None = 600.0,
     op_ids: str = OpIdSource.MODEL.value,
     wording: Mapping[str, str] | None = None,
+    factors: Mapping[str, Any] | None = None,
 ) -> LLMAdapter:
     """An `LLMAdapter` over the configured model (see docs/llm-agents.md)."""
     config = ModelConfig.parse(model)
@@ -37,7 +39,8 @@ def llm_adapter(
         raise ConfigError(
             f"adapter.factory.wording: unknown template(s) {unknown} (known: {sorted(fields)})"
         )
-    renderer = Renderer(**dict(wording or {}))
+    # Harness levels first, then explicit wording overrides on top.
+    renderer = Renderer(**{**harness_templates(factors or {}), **dict(wording or {})})
     if max_turns < 1:
         raise ConfigError(f"adapter.factory.max_turns={max_turns}: must be at least 1")
     settings = (
