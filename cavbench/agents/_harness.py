@@ -19,6 +19,7 @@ from importlib.resources.abc import Traversable
 
 import orjson
 
+from cavbench.agents._render import Renderer
 from cavbench.errors import ConfigError
 
 DIGEST_LENGTH = 16
@@ -31,6 +32,7 @@ class HarnessFactor(StrEnum):
     ERROR_STYLE = "error_style"
     SYSTEM_PROMPT = "system_prompt"
     POLICY_DOC = "policy_doc"
+    TOOL_DESC = "tool_desc"
 
 
 FACTOR_FIELDS: Mapping[HarnessFactor, frozenset[str]] = {
@@ -48,6 +50,7 @@ FACTOR_FIELDS: Mapping[HarnessFactor, frozenset[str]] = {
             "on_block",
         }
     ),
+    HarnessFactor.TOOL_DESC: frozenset({"tool_descriptions"}),
 }
 """The `Renderer` templates each factor's levels may set (and no others)."""
 
@@ -60,6 +63,7 @@ class HarnessLevel:
     level: str
     digest: str
     templates: Mapping[str, str]
+    tool_descriptions: Mapping[str, str]
 
 
 def _asset_dir(factor: HarnessFactor) -> Traversable:
@@ -93,23 +97,35 @@ def load_level(factor: HarnessFactor, level: str) -> HarnessLevel:
         raise ConfigError(f"{where}: the asset is not JSON ({exc}); fix the file") from None
     allowed = FACTOR_FIELDS[factor]
     if not isinstance(body, dict) or not all(
-        isinstance(k, str) and k in allowed and isinstance(v, str) for k, v in body.items()
+        isinstance(k, str) and k in allowed and _is_text(v) for k, v in body.items()
     ):
         raise ConfigError(
             f"{where}: the asset must be a JSON object of templates among {sorted(allowed)}"
         )
     digest = hashlib.sha256(raw).hexdigest()[:DIGEST_LENGTH]
-    return HarnessLevel(factor, level, digest, dict(body))
+    descriptions = body.pop("tool_descriptions", {})
+    return HarnessLevel(factor, level, digest, dict(body), dict(descriptions))
 
 
-def harness_templates(factors: Mapping[str, object]) -> dict[str, str]:
-    """The renderer templates the swept `harness_<factor>` levels in `factors` select.
+def _is_text(value: object) -> bool:
+    """A template, or (tool_descriptions) a mapping of names to texts."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+    return isinstance(value, str)
+
+
+def harness_renderer(
+    factors: Mapping[str, object], wording: Mapping[str, str] | None = None
+) -> Renderer:
+    """The renderer the swept `harness_<factor>` levels in `factors` select, with `wording`
+    (explicit template overrides) on top.
 
     `factors` is the cell's `factors` mapping; other keys are ignored. A
     `harness_<factor>_digest` that is not the level asset's digest is a `ConfigError`: the
     recorded digest must name the text the agent saw.
     """
     templates: dict[str, str] = {}
+    descriptions: dict[str, str] = {}
     for factor in HarnessFactor:
         key = f"harness_{factor.value}"
         if key not in factors:
@@ -123,4 +139,5 @@ def harness_templates(factors: Mapping[str, object]) -> dict[str, str]:
                 f"file was written: add a new level instead of editing one"
             )
         templates.update(level.templates)
-    return templates
+        descriptions.update(level.tool_descriptions)
+    return Renderer(**{**templates, **dict(wording or {})}, tool_descriptions=descriptions)

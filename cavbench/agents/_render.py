@@ -8,12 +8,13 @@ it as an experimental factor without touching the agent loop. Nothing else in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 import orjson
 
+from cavbench.models import ToolSchema
 from cavbench.runtime.session import ToolResult
 from cavbench.scenarios import OnBlock, ScenarioView
 
@@ -61,6 +62,9 @@ class Renderer:
     user: str = "{request}"
     result: str = "{payload}"
     error: str = "Error ({kind}) in {tool}: {detail}"
+    tool_descriptions: Mapping[str, str] = field(default_factory=dict)
+    """Tool name -> the description the model reads instead of the tool's own (harness
+    factor `tool_desc`); a tool not named keeps its description."""
 
     def system_prompt(self, view: ScenarioView) -> str:
         return self.system.format(policy=self.policy_document(view))
@@ -107,6 +111,11 @@ class Renderer:
         if result.message is not None:
             payload["message"] = result.message
         return self.result.format(tool=tool, payload=_json(payload))
+
+    def tool_schema(self, schema: ToolSchema) -> ToolSchema:
+        """A tool as the model reads it (its description may be reworded)."""
+        text = self.tool_descriptions.get(schema.name)
+        return schema if text is None else schema.model_copy(update={"description": text})
 
     def tool_error(self, kind: ToolErrorKind, tool: str, detail: str) -> str:
         return self.error.format(kind=kind.value, tool=tool, detail=detail)

@@ -4,6 +4,7 @@ deterministic profiles show exactly none."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -13,14 +14,22 @@ import yaml
 from analysis import BootstrapConfig, read_sweep
 from analysis._factors import NO_DETECTED_DIFFERENCE, FactorEffects, factor_effects
 from cavbench.adapters import BASELINE_PROFILES
-from cavbench.agents import DEFAULT_RENDERER, WRITE_SPECS, Renderer, ToolErrorKind, llm_adapter
+from cavbench.agents import (
+    DEFAULT_RENDERER,
+    WRITE_SPECS,
+    OpIdSource,
+    ToolErrorKind,
+    llm_adapter,
+    offered_tools,
+)
 from cavbench.agents._harness import (
     HarnessFactor,
-    harness_templates,
+    harness_renderer,
     levels,
     load_level,
 )
 from cavbench.errors import ConfigError
+from cavbench.scenarios import load_pack
 from cavbench.study import compose, run_cell
 from tests.agents.scripts import lifecycle_turns
 
@@ -46,18 +55,38 @@ def test_every_group_file_names_its_asset_and_digest() -> None:
                 }
             }
             n += 1
-    assert n == 8
+    assert n == 10
 
 
 def test_the_cavbench_levels_reproduce_todays_rendering() -> None:
     factors = {f"harness_{f.value}": "cavbench" for f in HarnessFactor}
-    assert Renderer(**harness_templates(factors)) == DEFAULT_RENDERER
+    renderer = harness_renderer(factors)
+    assert replace(renderer, tool_descriptions={}) == DEFAULT_RENDERER
+    # tool_desc=cavbench names every tool either domain offers, with its own description.
+    n = 0
+    for pack in ("core-v1", "netops-v1"):
+        for scenario in load_pack(pack).scenarios:
+            for tool in offered_tools(scenario.view(), OpIdSource.MODEL).values():
+                assert tool.name in renderer.tool_descriptions
+                assert renderer.tool_schema(tool.schema) == tool.schema
+                n += 1
+    assert n > 0
+
+
+def test_tool_desc_terse_rewords_every_tool() -> None:
+    renderer = harness_renderer({"harness_tool_desc": "terse"})
+    schema = offered_tools(load_pack("core-v1").scenarios[0].view(), OpIdSource.MODEL)[
+        "report_outcome"
+    ].schema
+    assert renderer.tool_schema(schema).description == "Report outcome."
+    assert renderer.tool_schema(schema).parameters == schema.parameters
 
 
 def test_error_style_levels_render_their_wording() -> None:
     def render(level: str) -> str:
-        templates = harness_templates({"harness_error_style": level})
-        return Renderer(**templates).tool_error(ToolErrorKind.REFUSED, "cancel_order", "boom")
+        return harness_renderer({"harness_error_style": level}).tool_error(
+            ToolErrorKind.REFUSED, "cancel_order", "boom"
+        )
 
     assert [render(level) for level in ("cavbench", "mcp_sdk", "tau2", "terse")] == [
         "Error (refused) in cancel_order: boom",
@@ -69,12 +98,12 @@ def test_error_style_levels_render_their_wording() -> None:
 
 def test_a_digest_that_is_not_the_assets_is_refused() -> None:
     with pytest.raises(ConfigError, match="not the digest"):
-        harness_templates({"harness_error_style": "tau2", "harness_error_style_digest": "0" * 16})
+        harness_renderer({"harness_error_style": "tau2", "harness_error_style_digest": "0" * 16})
 
 
 def test_an_unknown_level_is_a_config_error_naming_the_known_ones() -> None:
     with pytest.raises(ConfigError, match="known levels: \\['cavbench', 'mcp_sdk'"):
-        harness_templates({"harness_error_style": "nope"})
+        harness_renderer({"harness_error_style": "nope"})
 
 
 def test_llm_adapter_renders_the_level_and_wording_still_wins() -> None:
