@@ -33,7 +33,7 @@ def llm_adapter(
         raise ConfigError(
             f"adapter.factory.op_ids={op_ids!r}: must be 'model' or 'adapter'"
         ) from None
-    fields = set(Renderer.__dataclass_fields__) - {"tool_descriptions"}  # harness/tool_desc
+    fields = set(Renderer.__dataclass_fields__) - {"tool_descriptions", "user_requests"}
     unknown = sorted(set(wording or {}) - fields)
     if unknown:
         raise ConfigError(

@@ -33,6 +33,7 @@ class HarnessFactor(StrEnum):
     SYSTEM_PROMPT = "system_prompt"
     POLICY_DOC = "policy_doc"
     TOOL_DESC = "tool_desc"
+    USER_LANG = "user_lang"
 
 
 FACTOR_FIELDS: Mapping[HarnessFactor, frozenset[str]] = {
@@ -51,8 +52,14 @@ FACTOR_FIELDS: Mapping[HarnessFactor, frozenset[str]] = {
         }
     ),
     HarnessFactor.TOOL_DESC: frozenset({"tool_descriptions"}),
+    HarnessFactor.USER_LANG: frozenset({"user", "user_requests"}),
 }
 """The `Renderer` templates each factor's levels may set (and no others)."""
+
+DEFAULT_LEVELS: Mapping[HarnessFactor, str] = {
+    factor: "en" if factor is HarnessFactor.USER_LANG else "cavbench" for factor in HarnessFactor
+}
+"""The level of each factor that reproduces the renderer's built-in wording exactly."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +71,7 @@ class HarnessLevel:
     digest: str
     templates: Mapping[str, str]
     tool_descriptions: Mapping[str, str]
+    user_requests: Mapping[str, str] | None
 
 
 def _asset_dir(factor: HarnessFactor) -> Traversable:
@@ -104,7 +112,15 @@ def load_level(factor: HarnessFactor, level: str) -> HarnessLevel:
         )
     digest = hashlib.sha256(raw).hexdigest()[:DIGEST_LENGTH]
     descriptions = body.pop("tool_descriptions", {})
-    return HarnessLevel(factor, level, digest, dict(body), dict(descriptions))
+    requests = body.pop("user_requests", None)
+    return HarnessLevel(
+        factor,
+        level,
+        digest,
+        dict(body),
+        dict(descriptions),
+        None if requests is None else dict(requests),
+    )
 
 
 def _is_text(value: object) -> bool:
@@ -126,6 +142,7 @@ def harness_renderer(
     """
     templates: dict[str, str] = {}
     descriptions: dict[str, str] = {}
+    requests: Mapping[str, str] | None = None
     for factor in HarnessFactor:
         key = f"harness_{factor.value}"
         if key not in factors:
@@ -140,4 +157,9 @@ def harness_renderer(
             )
         templates.update(level.templates)
         descriptions.update(level.tool_descriptions)
-    return Renderer(**{**templates, **dict(wording or {})}, tool_descriptions=descriptions)
+        requests = level.user_requests if level.user_requests is not None else requests
+    return Renderer(
+        **{**templates, **dict(wording or {})},
+        tool_descriptions=descriptions,
+        user_requests=requests,
+    )

@@ -14,6 +14,7 @@ from enum import StrEnum
 
 import orjson
 
+from cavbench.errors import CavBenchError
 from cavbench.models import ToolSchema
 from cavbench.runtime.session import ToolResult
 from cavbench.scenarios import OnBlock, ScenarioView
@@ -65,6 +66,9 @@ class Renderer:
     tool_descriptions: Mapping[str, str] = field(default_factory=dict)
     """Tool name -> the description the model reads instead of the tool's own (harness
     factor `tool_desc`); a tool not named keeps its description."""
+    user_requests: Mapping[str, str] | None = None
+    """Scenario id -> the user request in another language (harness factor `user_lang`);
+    None: the scenario's own request. With a mapping, a scenario it lacks is an error."""
 
     def system_prompt(self, view: ScenarioView) -> str:
         return self.system.format(policy=self.policy_document(view))
@@ -97,7 +101,15 @@ class Renderer:
         return "\n".join(lines)
 
     def user_message(self, view: ScenarioView) -> str:
-        return self.user.format(request=view.user_request)
+        if self.user_requests is None:
+            return self.user.format(request=view.user_request)
+        request = self.user_requests.get(view.id)
+        if request is None:
+            raise CavBenchError(
+                f"scenario {view.id}: the user_lang level has no translation of its request; "
+                f"add it to the level's asset under user_requests"
+            )
+        return self.user.format(request=request)
 
     def tool_result(self, tool: str, result: ToolResult) -> str:
         """One facade result, as the model reads it."""

@@ -4,6 +4,7 @@ deterministic profiles show exactly none."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from cavbench.agents import (
     offered_tools,
 )
 from cavbench.agents._harness import (
+    DEFAULT_LEVELS,
     HarnessFactor,
     harness_renderer,
     levels,
@@ -55,11 +57,11 @@ def test_every_group_file_names_its_asset_and_digest() -> None:
                 }
             }
             n += 1
-    assert n == 10
+    assert n == 12
 
 
 def test_the_cavbench_levels_reproduce_todays_rendering() -> None:
-    factors = {f"harness_{f.value}": "cavbench" for f in HarnessFactor}
+    factors = {f"harness_{f.value}": level for f, level in DEFAULT_LEVELS.items()}
     renderer = harness_renderer(factors)
     assert replace(renderer, tool_descriptions={}) == DEFAULT_RENDERER
     # tool_desc=cavbench names every tool either domain offers, with its own description.
@@ -188,3 +190,33 @@ def test_deterministic_profiles_give_exactly_zero_under_the_real_groups(tmp_path
     for column in ("difference", "ci_low", "ci_high"):
         assert frame.get_column(column).to_list() == [0.0] * 4
     assert set(frame.get_column("reading")) == {NO_DETECTED_DIFFERENCE}
+
+
+def test_user_lang_de_translates_every_request_and_keeps_its_ids() -> None:
+    english = harness_renderer({"harness_user_lang": "en"})
+    german = harness_renderer({"harness_user_lang": "de"})
+    n = 0
+    for pack in ("core-v1", "netops-v1"):
+        for scenario in load_pack(pack).scenarios:
+            view = scenario.view()
+            assert english.user_message(view) == DEFAULT_RENDERER.user_message(view)
+            text = german.user_message(view)
+            assert text != view.user_request
+            # Database ids and values stay as they are: every id-like token survives.
+            for token in re.findall(r"[A-Z]+-\d+|\d+\.\d+\.\d+\.\d+", view.user_request):
+                assert token in text, (scenario.id, token)
+            n += 1
+    assert n == 72
+    assert german.user_message(load_pack("core-v1").scenarios[2].view()) == (
+        "Stornieren Sie meine Bestellung O-4003."
+    )
+
+
+def test_user_lang_without_a_translation_is_a_recorded_adapter_error(tmp_path: Path) -> None:
+    script = "model.function=tests.agents.scripts:probe_then_report"
+    _cell(
+        tmp_path, "scenarios=mock", "adapter=llm", "model=scripted", script, "+harness/user_lang=de"
+    )
+    episodes = read_sweep(tmp_path / "h").episodes
+    assert set(episodes.get_column("status")) == {"adapter_error"}
+    assert all("no translation of its request" in e for e in episodes.get_column("error"))
