@@ -18,6 +18,7 @@ from cavbench.adapters import BASELINE_PROFILES
 from cavbench.agents import (
     DEFAULT_RENDERER,
     WRITE_SPECS,
+    Budgets,
     OpIdSource,
     ToolErrorKind,
     llm_adapter,
@@ -31,6 +32,8 @@ from cavbench.agents._harness import (
     load_level,
 )
 from cavbench.errors import ConfigError
+from cavbench.models import AssistantTurn, ChatRequest, ScriptedModel, scripted_turn
+from cavbench.runner import run_episode
 from cavbench.scenarios import load_pack
 from cavbench.study import compose, run_cell
 from tests.agents.scripts import lifecycle_turns
@@ -220,3 +223,35 @@ def test_user_lang_without_a_translation_is_a_recorded_adapter_error(tmp_path: P
     episodes = read_sweep(tmp_path / "h").episodes
     assert set(episodes.get_column("status")) == {"adapter_error"}
     assert all("no translation of its request" in e for e in episodes.get_column("error"))
+
+
+def test_the_model_reads_the_chosen_levels() -> None:
+    seen: list[ChatRequest] = []
+
+    def script(request: ChatRequest) -> AssistantTurn:
+        seen.append(request)
+        return scripted_turn(None, [{"name": "no_such_tool", "arguments": {}}])
+
+    factors = {
+        "harness_tool_desc": "terse",
+        "harness_user_lang": "de",
+        "harness_error_style": "mcp_sdk",
+        "harness_system_prompt": "minimal",
+        "harness_policy_doc": "checklist",
+    }
+    adapter = replace(
+        llm_adapter(
+            {"kind": "scripted", "function": "tests.agents.scripts:text_sensitive"}, factors=factors
+        ),
+        model=ScriptedModel(script),
+        budgets=Budgets(max_turns=2, max_tokens=None, wall_clock_s=None),
+    )
+    scenario = load_pack("core-v1").scenarios[2]
+    run_episode(scenario, adapter)
+    first, second = seen
+    system, user = first.messages[0].content or "", first.messages[1].content
+    assert system.startswith("You are an agent with tools.")
+    assert "# Rules you must follow" in system
+    assert user == "Stornieren Sie meine Bestellung O-4003."
+    assert {t.name: t.description for t in first.tools}["report_outcome"] == "Report outcome."
+    assert second.messages[-1].content.startswith("Error executing tool no_such_tool: no such tool")
