@@ -255,3 +255,34 @@ def test_the_model_reads_the_chosen_levels() -> None:
     assert user == "Stornieren Sie meine Bestellung O-4003."
     assert {t.name: t.description for t in first.tools}["report_outcome"] == "Report outcome."
     assert second.messages[-1].content.startswith("Error executing tool no_such_tool: no such tool")
+
+
+ALTERNATE = {
+    "error_style": "terse",
+    "system_prompt": "minimal",
+    "policy_doc": "checklist",
+    "tool_desc": "terse",
+    "user_lang": "de",
+}
+
+
+def test_deterministic_profiles_give_exactly_zero_when_every_group_changes(tmp_path: Path) -> None:
+    for profile in BASELINE_PROFILES:
+        defaults = {f: DEFAULT_LEVELS[HarnessFactor(f)] for f in ALTERNATE}
+        for chosen in (defaults, ALTERNATE):
+            groups = [f"+harness/{f}={level}" for f, level in chosen.items()]
+            _cell(tmp_path, "scenarios=core-v1", f"profile={profile.value}", *groups)
+    tables = read_sweep(tmp_path / "h")
+    assert len(tables.factor_columns) == 10
+    for factor in ALTERNATE:
+        effects = factor_effects(
+            tables.episodes,
+            f"harness.{factor}",
+            DEFAULT_LEVELS[HarnessFactor(factor)],
+            held_fixed=tables.factor_columns,
+            config=FAST,
+        )
+        frame = effects.frame
+        assert frame.get_column("n_pairs").unique().to_list() == [200]
+        for column in ("difference", "ci_low", "ci_high"):
+            assert frame.get_column(column).to_list() == [0.0] * 4
