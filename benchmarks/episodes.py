@@ -4,9 +4,13 @@ The pack is `core-v1` (or --pack) cloned under new ids until it holds --scenario
 Prints episodes/s in memory (run + score) and with the run's artifacts written
 (`cavbench run`-style directories: traces.jsonl, evaluations.jsonl, summary, manifest),
 and the ratio to the CAV-Bench reference measured on this machine (about 7,400 episodes/s in
-memory and 2,900/s writing artifacts).
+memory and 2,900/s writing artifacts). Then the peak resident memory (ru_maxrss) of one sweep
+cell (`run_cell`: episodes run, scored and written as Parquet tables) of 4k, 40k and 160k
+episodes, each in a fresh subprocess: a cell writes its tables in row groups as it goes, so
+this should stay flat as the cell grows.
 
     python benchmarks/episodes.py [--pack core-v1] [--scenarios 4000] [--repeats 3]
+                                  [--cells 4000,40000,160000] [--only-speed | --only-cells]
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import resource
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -98,6 +105,32 @@ def best_rate(pack: ScenarioPack, repeats: int, write: bool, jobs: int = 1) -> t
     return n / best, best / n * 1e6
 
 
+_CELL = """
+import resource, sys
+from cavbench.study import compose, run_cell
+root, seeds = sys.argv[1], int(sys.argv[2])
+result = run_cell(compose([f"output.root={root}", "output.progress=false", "profile=full_lifecycle",
+                           f"seeds.count={seeds}"]))
+assert result.n_episodes == 40 * seeds, result
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def cell_peak(episodes: int) -> tuple[float, float]:
+    """(peak RSS in MB, seconds) of one core-v1 cell of `episodes` episodes in a fresh
+    process (core-v1 has 40 scenarios: the seed count scales the cell)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-c", _CELL, tmp, str(episodes // 40)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        seconds = time.perf_counter() - start
+    return int(done.stdout.split()[-1]) / 1024, seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -111,7 +144,25 @@ def main() -> None:
         default=os.cpu_count() or 1,
         help="worker processes for the parallel figures",
     )
+    parser.add_argument("--cells", default="4000,40000,160000", help="cell sizes (episodes)")
+    parser.add_argument("--only-speed", action="store_true", help="skip the cell memory figures")
+    parser.add_argument("--only-cells", action="store_true", help="only the cell memory figures")
     args = parser.parse_args()
+    if not args.only_cells:
+        speed(args)
+    if not args.only_speed:
+        baseline_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(
+            f"one cell (full_lifecycle, core-v1), peak RSS of its process (this one: {baseline_mb:.0f} MB):"
+        )
+        for size in (int(n) for n in args.cells.split(",")):
+            mb, seconds = cell_peak(size)
+            print(
+                f"  {size:>7,} episodes: {mb:6.0f} MB  ({seconds:5.1f} s, {size / seconds:,.0f} episodes/s)"
+            )
+
+
+def speed(args: argparse.Namespace) -> None:
     pack = synthesise(load_pack(args.pack), args.scenarios)
     print(
         f"pack: {len(pack)} scenarios x {len(BASELINE_PROFILES)} profiles = {len(pack) * 5} episodes, best of {args.repeats}"

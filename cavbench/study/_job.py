@@ -4,7 +4,8 @@ Order of writes, so that nothing half done is ever read as done:
 
 1. a complete cell whose every table still matches its checksum is skipped (resume);
 2. otherwise `manifest.json` is written with status `RUNNING` before anything else;
-3. each table is written to a temporary file and renamed into place;
+3. each table is written to a temporary file in row groups as the episodes run (so a cell's
+   memory does not grow with its episodes) and renamed into place at the end;
 4. `manifest.json` is rewritten last with status `COMPLETE`, row counts and checksums.
 
 A job holds the cell's lock (`.cell.lock`, `filelock`) from the skip check to the last
@@ -25,6 +26,7 @@ import sys
 import traceback
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,17 +70,25 @@ from cavbench.tables import (
     EpisodeKey,
     PackRecord,
     SeedBlock,
+    Table,
     TableError,
     TableRecord,
+    TableWriter,
     read_cell_manifest,
     verify_cell,
     write_manifest,
-    write_table,
 )
 from cavbench.tables._collect import current_provenance
 from cavbench.trace import EpisodeTrace
 
 log = logging.getLogger(__name__)
+
+ROW_GROUP_EPISODES = 2_000
+"""Episodes a cell holds in memory before writing them as one row group of each table."""
+
+open_table_writer = TableWriter
+"""How a job opens a table file (a seam: tests make it fail to stand in for a crash or a
+full disk)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,23 +400,6 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
         key = EpisodeKey(episode_id, scenario.id, scenario.family.value, seed, repetition)
         return key, trace, evaluate(scenario, trace, plan.rule)
 
-    with relaxed_gc():
-        if plan.max_concurrency > 1:
-            # I/O-bound adapters (model calls): episodes run in threads; `map` yields in
-            # input order, so the tables are the same as a serial run's.
-            # The bar counts finished episodes (map submits all inputs at once).
-            with ThreadPoolExecutor(plan.max_concurrency, thread_name_prefix="episode") as pool:
-                try:
-                    for key, trace, verdict in pool.map(one, bar.iterable):
-                        tables.add(key, trace, verdict)
-                        bar.update()
-                except BaseException:
-                    pool.shutdown(wait=True, cancel_futures=True)  # a failed job stops now
-                    raise
-            bar.close()
-        else:
-            for item in bar:
-                tables.add(*one(item))
     footer = {
         "sweep": plan.sweep,
         "cell": plan.cell,
@@ -419,11 +412,46 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
         "config_hash": plan.config_hash,
     }
     records: dict[str, TableRecord] = {}
-    for table, data in tables.build().items():
-        written = write_table(plan.cell_dir, table, data, footer)
-        records[table.value] = TableRecord(
-            file=written.path.name, rows=written.rows, sha256=written.sha256
-        )
+    with ExitStack() as stack:
+        writers: dict[Table, TableWriter] = {}
+        for table in Table:
+            writer = open_table_writer(plan.cell_dir, table, footer, plan.keys.factors)
+            writers[table] = writer
+            stack.callback(writer.abort)  # undone by pop_all once every table is in place
+
+        def flush() -> None:
+            for table, data in tables.drain().items():
+                writers[table].write(data)
+
+        def add(key: EpisodeKey, trace: EpisodeTrace, verdict: Verdict) -> None:
+            tables.add(key, trace, verdict)
+            if tables.n_buffered >= ROW_GROUP_EPISODES:
+                flush()
+
+        with relaxed_gc():
+            if plan.max_concurrency > 1:
+                # I/O-bound adapters (model calls): episodes run in threads; `map` yields in
+                # input order, so the tables are the same as a serial run's.
+                # The bar counts finished episodes (map submits all inputs at once).
+                with ThreadPoolExecutor(plan.max_concurrency, thread_name_prefix="episode") as pool:
+                    try:
+                        for key, trace, verdict in pool.map(one, bar.iterable):
+                            add(key, trace, verdict)
+                            bar.update()
+                    except BaseException:
+                        pool.shutdown(wait=True, cancel_futures=True)  # a failed job stops now
+                        raise
+                bar.close()
+            else:
+                for item in bar:
+                    add(*one(item))
+        flush()
+        for table, writer in writers.items():
+            written = writer.close()
+            records[table.value] = TableRecord(
+                file=written.path.name, rows=written.rows, sha256=written.sha256
+            )
+        stack.pop_all()
     final = manifest.model_copy(
         update={
             "status": CellStatus.COMPLETE,

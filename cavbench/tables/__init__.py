@@ -7,7 +7,14 @@ See `docs/tables.md` for every table and column.
 from cavbench.tables._checksum import content_sha256
 from cavbench.tables._collect import CollectResult, cell_dirs, collect, verify_cell
 from cavbench.tables._errors import SweepError, TableError
-from cavbench.tables._io import WrittenTable, build_table, read_footer, read_table, write_table
+from cavbench.tables._io import (
+    TableWriter,
+    WrittenTable,
+    build_table,
+    read_footer,
+    read_table,
+    write_table,
+)
 from cavbench.tables._manifest import (
     MANIFEST_NAME,
     TRACEBACK_NAME,
@@ -67,6 +74,7 @@ __all__ = [
     "TableRecord",
     "VerdictDifference",
     "VerifiedSweep",
+    "TableWriter",
     "WrittenTable",
     "build_table",
     "cell_dirs",

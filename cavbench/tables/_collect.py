@@ -2,8 +2,8 @@
 
 Only cells whose manifest says `COMPLETE` and whose every table matches its recorded
 checksum are merged; any other cell stops the merge (or, when asked, is left out and
-listed). Cells are merged one at a time, in folder order, each as its own row group, so
-memory stays that of one cell however large the sweep.
+listed). Cells are merged one at a time, in folder order, streamed in batches of rows, and
+the checksums computed as the rows go, so memory stays flat however large the sweep.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cavbench import provenance
-from cavbench.tables._checksum import file_content_sha256
+from cavbench.tables._checksum import ContentDigest
 from cavbench.tables._errors import SweepError, TableError
 from cavbench.tables._io import (
     COMPRESSION,
     FOOTER_KEY,
-    read_table,
+    read_batches,
     replace_atomically,
     tmp_path,
     verify_table,
@@ -202,19 +202,19 @@ def collect(
         )
         path = out_dir / table.filename
         tmp = tmp_path(path)
-        rows = 0
+        digest = ContentDigest(schema, spool_dir=out_dir)
         try:
             with pq.ParquetWriter(tmp, stamped, compression=COMPRESSION) as writer:
                 for directory, manifest in good:
-                    data = read_table(directory / manifest.tables[table.value].file, table)
-                    widened = _with_keys(data, schema, manifest)
-                    writer.write_table(widened.replace_schema_metadata(stamped.metadata))
-                    rows += data.num_rows
+                    for data in read_batches(directory / manifest.tables[table.value].file, table):
+                        widened = _with_keys(data, schema, manifest)
+                        writer.write_table(widened.replace_schema_metadata(stamped.metadata))
+                        digest.update(widened)
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
         tables[table.value] = TableRecord(
-            file=table.filename, rows=rows, sha256=file_content_sha256(path)
+            file=table.filename, rows=digest.rows, sha256=digest.hexdigest()
         )
     manifest_out = SweepManifest(
         sweep=",".join(sweeps),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cavbench.tables._checksum import content_sha256, file_content_sha256, type_tag
+from cavbench.tables._checksum import (
+    ContentDigest,
+    content_sha256,
+    file_batches,
+    file_content_sha256,
+    type_tag,
+)
 from cavbench.tables._errors import TableError
 from cavbench.tables._schema import SCHEMA_VERSION, Table, collected_schema, schema_for
 
@@ -105,15 +111,88 @@ def write_table(
     return WrittenTable(table=table, path=path, rows=data.num_rows, sha256=digest)
 
 
+class TableWriter:
+    """Write `directory/<table>.parquet` in row groups as the rows come, atomically.
+
+    Rows go to the temporary file as they are fed, and the logical checksum is computed as
+    they go (`ContentDigest`), so memory does not grow with the table. `close` adds the
+    footer (which needs the final row count and checksum) and renames the file into place;
+    `abort` removes the temporary file. Same footer facts and checksum as `write_table`."""
+
+    def __init__(
+        self,
+        directory: Path,
+        table: Table,
+        footer: Mapping[str, Any],
+        factors: Sequence[str] = (),
+    ) -> None:
+        self.table = table
+        self.path = directory / table.filename
+        self.schema = schema_for(table, factors)
+        self._footer = dict(footer)
+        self._tmp = tmp_path(self.path)
+        self._digest = ContentDigest(self.schema, spool_dir=directory)
+        # No stored Arrow schema: its metadata is fixed at open, before the footer facts are
+        # known, and would hide them. Readers cast to the declared schema anyway.
+        self._writer = pq.ParquetWriter(
+            self._tmp, self.schema, compression=COMPRESSION, store_schema=False
+        )
+
+    def write(self, data: pa.Table) -> None:
+        """Append rows (a table of the declared schema, e.g. from `build_table`)."""
+        self._writer.write_table(data)
+        self._digest.update(data)
+
+    def close(self) -> WrittenTable:
+        digest = self._digest.hexdigest()
+        facts = {
+            **self._footer,
+            "table": self.table.value,
+            "schema_version": SCHEMA_VERSION,
+            "rows": self._digest.rows,
+            "content_sha256": digest,
+        }
+        # Parquet key-value metadata: written in the file's footer at close, and read back
+        # as the Arrow schema's metadata (as `write_table`'s footer is).
+        self._writer.add_key_value_metadata({FOOTER_KEY: json.dumps(facts, sort_keys=True)})
+        try:
+            self._writer.close()
+            with self._tmp.open("rb+") as handle:
+                os.fsync(handle.fileno())
+            os.replace(self._tmp, self.path)
+        finally:
+            self._tmp.unlink(missing_ok=True)
+        return WrittenTable(table=self.table, path=self.path, rows=self._digest.rows, sha256=digest)
+
+    def abort(self) -> None:
+        """Drop what was written (the previous file, if any, stays in place)."""
+        self._digest.close()
+        try:
+            self._writer.close()
+        except (OSError, pa.ArrowException):
+            pass  # e.g. a full disk: the temporary file goes anyway
+        finally:
+            self._tmp.unlink(missing_ok=True)
+
+
+def _raw_footer(path: Path) -> bytes | None:
+    """The footer facts, from the Parquet key-value metadata (where `TableWriter` puts them
+    at close) or, failing that, the stored Arrow schema's metadata."""
+    metadata = pq.read_metadata(path).metadata or {}
+    raw = metadata.get(FOOTER_KEY)
+    if raw is None:
+        raw = (pq.read_schema(path).metadata or {}).get(FOOTER_KEY)
+    return raw
+
+
 def read_footer(path: Path) -> dict[str, Any]:
     """The `cavbench` facts stored in a table file's footer."""
     try:
-        metadata = pq.read_schema(path).metadata or {}
+        raw = _raw_footer(path)
     except (OSError, pa.ArrowInvalid) as exc:
         raise TableError(
             path, f"not a readable Parquet file ({exc})", "re-run the sweep to rewrite the cell"
         ) from exc
-    raw = metadata.get(FOOTER_KEY)
     if raw is None:
         raise TableError(path, "no cavbench footer: not a table written by cavbench")
     facts: dict[str, Any] = json.loads(raw)
@@ -171,11 +250,24 @@ def read_table(path: Path, table: Table, *, collected: bool = False) -> pa.Table
     except (OSError, pa.ArrowInvalid) as exc:
         raise TableError(path, f"cannot read ({exc})", "re-run the sweep to rewrite it") from exc
     try:
-        cast = data.cast(expected.with_metadata(data.schema.metadata))
+        cast = data.cast(expected.with_metadata({FOOTER_KEY: _raw_footer(path) or b""}))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise TableError(path, f"a column has the wrong type: {exc}") from exc
     _check_not_null(path, cast)
     return cast
+
+
+def read_batches(path: Path, table: Table) -> Iterator[pa.Table]:
+    """`read_table` in batches of at most `BATCH_ROWS` rows (for files too large to hold)."""
+    expected = check_table_file(path, table)
+    stamped = expected.with_metadata({FOOTER_KEY: _raw_footer(path) or b""})
+    try:
+        for batch in file_batches(pq.ParquetFile(path)):
+            cast = pa.Table.from_batches([batch]).cast(stamped)
+            _check_not_null(path, cast)
+            yield cast
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise TableError(path, f"cannot read ({exc})", "re-run the sweep to rewrite it") from exc
 
 
 def verify_table(
@@ -185,15 +277,11 @@ def verify_table(
     if not path.is_file():
         return f"{path.name} is missing"
     try:
-        if collected:
-            # A merged file can be large: check it column by column, never whole in memory.
-            check_table_file(path, table, collected=True)
-            n_rows = pq.ParquetFile(path).metadata.num_rows
-            actual = file_content_sha256(path) if n_rows == rows else ""
-        else:
-            data = read_table(path, table)
-            n_rows = data.num_rows
-            actual = content_sha256(data) if n_rows == rows else ""
+        # A file can be large: check it in batches, never whole in memory. (Non-null
+        # columns need no check here: the checksum covers which slots are null.)
+        check_table_file(path, table, collected=collected)
+        n_rows = pq.ParquetFile(path).metadata.num_rows
+        actual = file_content_sha256(path) if n_rows == rows else ""
     except TableError as exc:
         return str(exc)
     except (OSError, pa.ArrowException) as exc:  # truncated or overwritten bytes

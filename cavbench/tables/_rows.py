@@ -1,7 +1,7 @@
 """Episodes to table rows, and table rows back to the `EpisodeTrace` they came from.
 
 `CellTables` gathers one cell's rows column by column (cheap to append, one Arrow table per
-table at the end). `rebuild_trace` inverts the trace part exactly (`as_json()` of the rebuilt
+table per `drain`, which the job writes as a row group). `rebuild_trace` inverts the trace part exactly (`as_json()` of the rebuilt
 trace equals the original's), which is what lets `recompute` re-score a sweep offline.
 """
 
@@ -302,12 +302,26 @@ class CellTables:
                 },
             )
 
+    @property
+    def n_buffered(self) -> int:
+        """Episodes added since the last `drain`."""
+        return len(self._columns[Table.EPISODES]["episode_id"])
+
     def build(self) -> dict[Table, pa.Table]:
         """One Arrow table per table, in the declared schemas."""
         return {
             table: build_table(table, columns, self.context.factors)
             for table, columns in self._columns.items()
         }
+
+    def drain(self) -> dict[Table, pa.Table]:
+        """`build` the rows added since the last drain, and forget them (the counts stay):
+        a cell writes its tables in row groups as it goes, so memory does not grow with it."""
+        built = self.build()
+        for columns in self._columns.values():
+            for column in columns.values():
+                column.clear()
+        return built
 
 
 def rebuild_trace(

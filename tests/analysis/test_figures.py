@@ -138,6 +138,7 @@ def test_pass_k_figure_labels_each_k_with_its_task_count(plots: list[Plot]) -> N
     assert ticks == ["1\n40", "2\n40", "3\n40", "4\n40", "5\n40", "6\n40"]
 
 
+@pytest.mark.slow  # several seconds: CI runs it (.ci/run), the fast suite does not
 def test_the_same_numbers_give_byte_identical_files(
     ablation: SyntheticTables, tmp_path: Path
 ) -> None:
@@ -196,6 +197,7 @@ def test_a_frame_without_the_metrics_is_refused(ablation: SyntheticTables) -> No
         validity_gap_figure(metrics.filter(pl.col("metric") == "OSR"))
 
 
+@pytest.mark.slow  # several seconds: CI runs it (.ci/run); the forest figure test stays fast
 def test_every_figure_is_byte_identical_when_built_twice(
     ablation_repeated: SyntheticTables, tmp_path: Path
 ) -> None:

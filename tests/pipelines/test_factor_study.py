@@ -25,6 +25,7 @@ def _study(root: Path, spec: dict[str, object]) -> Path:
     return folder
 
 
+@pytest.mark.slow  # several seconds: CI runs it (.ci/run), the fast suite does not
 def test_a_frozen_study_is_found_and_regenerated(tmp_path: Path) -> None:
     folder = _study(tmp_path, {"factor": "harness.error_style", "baseline": "cavbench"})
     assert find_studies(tmp_path) == [folder]

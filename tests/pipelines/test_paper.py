@@ -179,6 +179,7 @@ def test_check_without_a_committed_output_is_an_error(
     assert "nothing committed to check against" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # several seconds: CI runs it (.ci/run), the fast suite does not
 def test_committed_paper_artifacts_reproduce() -> None:
     """CI: the committed figures and tables regenerate exactly from the frozen tables."""
     if not (FROZEN / "episodes.parquet").is_file():

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 from omegaconf import DictConfig
 
@@ -22,7 +23,7 @@ from cavbench.tables import (
     verify_cell,
 )
 
-from .conftest import CRASHING
+from .conftest import CRASHING, MOCK
 
 Config = Callable[..., DictConfig]
 
@@ -192,3 +193,20 @@ def test_an_unknown_scenario_id_fails_the_cell(config: Config) -> None:
 def test_bad_seed_blocks_are_refused(config: Config) -> None:
     with pytest.raises(ConfigError, match="count"):
         CellPlan.from_config(config("seeds.count=0"))
+
+
+def test_row_groups_change_no_checksum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cell written a few episodes at a time (many row groups) records the same tables."""
+    from cavbench.study import _job, compose
+
+    def cell(root: str) -> Path:
+        cfg = compose([*MOCK, f"output.root={tmp_path / root}", "profile=direct", "seeds.count=3"])
+        return Path(run_cell(cfg).directory)
+
+    whole = cell("whole")
+    monkeypatch.setattr(_job, "ROW_GROUP_EPISODES", 2)
+    parts = cell("parts")
+    assert _checksums(parts) == _checksums(whole)
+    episodes = read_cell_manifest(parts).n_episodes
+    assert pq.ParquetFile(parts / "episodes.parquet").metadata.num_row_groups == -(-episodes // 2)
+    assert verify_cell(parts) == []

@@ -58,7 +58,7 @@ def test_a_full_disk_is_recorded_as_the_cells_error(
     def disk_full(*_args: object, **_kwargs: object) -> object:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(_job, "write_table", disk_full)
+    monkeypatch.setattr(_job, "open_table_writer", disk_full)
     cfg = config("profile=direct")
     with pytest.raises(OSError, match="No space left"):
         run_cell(cfg)

@@ -11,7 +11,7 @@ import pytest
 from omegaconf import DictConfig
 
 from cavbench.adapters import Profile
-from cavbench.study import CellPlan, compose, run_cell
+from cavbench.study import CellPlan, _job, compose, run_cell
 from cavbench.tables import (
     CellStatus,
     Table,
@@ -19,7 +19,6 @@ from cavbench.tables import (
     collect,
     read_cell_manifest,
     recompute,
-    write_table,
 )
 
 HEADLINE = {
@@ -86,7 +85,7 @@ def test_an_interrupted_sweep_resumes_to_the_same_tables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     configs = list(_ablation(tmp_path / "run"))
-    real_write = write_table
+    real_write = _job.open_table_writer
     calls = {"n": 0}
 
     def dying_write(*args: Any, **kwargs: Any) -> Any:
@@ -95,10 +94,10 @@ def test_an_interrupted_sweep_resumes_to_the_same_tables(
             raise _Killed
         return real_write(*args, **kwargs)
 
-    monkeypatch.setattr("cavbench.study._job.write_table", dying_write)
+    monkeypatch.setattr("cavbench.study._job.open_table_writer", dying_write)
     with pytest.raises(_Killed):
         _run_all(configs)
-    monkeypatch.setattr("cavbench.study._job.write_table", real_write)
+    monkeypatch.setattr("cavbench.study._job.open_table_writer", real_write)
     sweep = tmp_path / "run" / "ablation"
     statuses = sorted(read_cell_manifest(d).status.value for d in cell_dirs(sweep))
     assert statuses == ["COMPLETE", "COMPLETE", "RUNNING"]

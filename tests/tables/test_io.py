@@ -13,7 +13,9 @@ from cavbench.tables import (
     SCHEMAS,
     Table,
     TableError,
+    TableWriter,
     build_table,
+    content_sha256,
     read_footer,
     read_table,
     schema_for,
@@ -122,3 +124,38 @@ def test_factor_columns_follow_the_declared_episode_columns() -> None:
     assert schema.names[-2:] == ["model", "temperature"]
     assert schema.names[:-2] == SCHEMAS[Table.EPISODES].names
     assert schema_for(Table.EVENTS, ["model"]) == SCHEMAS[Table.EVENTS]
+
+
+def test_a_table_written_in_row_groups_equals_one_written_whole(tmp_path: Path) -> None:
+    (tmp_path / "whole").mkdir()
+    whole = write_table(tmp_path / "whole", Table.VERDICTS, _verdicts(7), {"cell": "c"})
+    (tmp_path / "parts").mkdir()
+    writer = TableWriter(tmp_path / "parts", Table.VERDICTS, {"cell": "c"})
+    data = _verdicts(7)
+    for start, length in ((0, 3), (3, 0), (3, 4)):
+        writer.write(data.slice(start, length))
+    assert not (tmp_path / "parts" / "verdicts.parquet").exists()  # nothing final before close
+    parts = writer.close()
+    assert (parts.rows, parts.sha256) == (whole.rows, whole.sha256)
+    assert pq.ParquetFile(parts.path).metadata.num_row_groups == 3
+    assert read_footer(parts.path) == read_footer(whole.path)
+    assert read_table(parts.path, Table.VERDICTS).equals(read_table(whole.path, Table.VERDICTS))
+    assert verify_table(parts.path, Table.VERDICTS, 7, whole.sha256) is None
+    assert [p.name for p in (tmp_path / "parts").iterdir()] == ["verdicts.parquet"]
+
+
+def test_an_aborted_row_group_writer_leaves_the_previous_file(tmp_path: Path) -> None:
+    first = write_table(tmp_path, Table.VERDICTS, _verdicts(2), {})
+    writer = TableWriter(tmp_path, Table.VERDICTS, {})
+    writer.write(_verdicts(5))
+    writer.abort()
+    assert [p.name for p in tmp_path.iterdir()] == ["verdicts.parquet"]
+    assert verify_table(first.path, Table.VERDICTS, 2, first.sha256) is None
+
+
+def test_an_empty_row_group_writer_gives_the_empty_tables_checksum(tmp_path: Path) -> None:
+    empty = _verdicts(0)
+    writer = TableWriter(tmp_path, Table.VERDICTS, {})
+    written = writer.close()
+    assert written.rows == 0
+    assert written.sha256 == content_sha256(empty)
