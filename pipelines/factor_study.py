@@ -50,6 +50,9 @@ class FactorStudy(BaseModel):
     confirmatory: bool = False
     """True only for the analysis the study's registered plan names."""
     caption: str = ""
+    group_by: tuple[str, ...] = ("profile",)
+    """The headline table's groups (as `cavbench analyze --group-by`): name every swept column
+    besides the factor that varies, e.g. a second harness factor."""
 
 
 def find_studies(artifacts_root: Path) -> list[Path]:
@@ -97,7 +100,10 @@ def regenerate_study(study_dir: Path, out: Path, *, verify: bool = True) -> list
     else:
         tables = read_sweep(study_dir)
     options = AnalyzeOptions(
-        factor=spec.factor, baseline=spec.baseline, confirmatory=spec.confirmatory
+        factor=spec.factor,
+        baseline=spec.baseline,
+        confirmatory=spec.confirmatory,
+        group_by=spec.group_by,
     )
     bundle = compute_analysis(
         tables.episodes,

@@ -115,7 +115,7 @@ class LLMAdapter:
             Message(role=Role.SYSTEM, content=render.system_prompt(view)),
             Message(role=Role.USER, content=render.user_message(view)),
         ]
-        schemas = tuple(t.schema for t in tools.values())
+        schemas = tuple(render.tool_schema(t.schema) for t in tools.values())
         started = time.monotonic()
         stop = StopReason.MAX_TURNS
         final_text = ""

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cavbench.agents._adapter import Budgets, LLMAdapter
+from cavbench.agents._harness import harness_renderer
 from cavbench.agents._render import Renderer
 from cavbench.agents._tools import OpIdSource
 from cavbench.errors import ConfigError
@@ -22,6 +23,7 @@ def llm_adapter(
     wall_clock_s: float | None = 600.0,
     op_ids: str = OpIdSource.MODEL.value,
     wording: Mapping[str, str] | None = None,
+    factors: Mapping[str, Any] | None = None,
 ) -> LLMAdapter:
     """An `LLMAdapter` over the configured model (see docs/llm-agents.md)."""
     config = ModelConfig.parse(model)
@@ -31,13 +33,13 @@ def llm_adapter(
         raise ConfigError(
             f"adapter.factory.op_ids={op_ids!r}: must be 'model' or 'adapter'"
         ) from None
-    fields = set(Renderer.__dataclass_fields__)
+    fields = set(Renderer.__dataclass_fields__) - {"tool_descriptions", "user_requests"}
     unknown = sorted(set(wording or {}) - fields)
     if unknown:
         raise ConfigError(
             f"adapter.factory.wording: unknown template(s) {unknown} (known: {sorted(fields)})"
         )
-    renderer = Renderer(**dict(wording or {}))
+    renderer = harness_renderer(factors or {}, wording)
     if max_turns < 1:
         raise ConfigError(f"adapter.factory.max_turns={max_turns}: must be at least 1")
     settings = (

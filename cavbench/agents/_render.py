@@ -8,12 +8,14 @@ it as an experimental factor without touching the agent loop. Nothing else in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 import orjson
 
+from cavbench.errors import CavBenchError
+from cavbench.models import ToolSchema
 from cavbench.runtime.session import ToolResult
 from cavbench.scenarios import OnBlock, ScenarioView
 
@@ -61,6 +63,12 @@ class Renderer:
     user: str = "{request}"
     result: str = "{payload}"
     error: str = "Error ({kind}) in {tool}: {detail}"
+    tool_descriptions: Mapping[str, str] = field(default_factory=dict)
+    """Tool name -> the description the model reads instead of the tool's own (harness
+    factor `tool_desc`); a tool not named keeps its description."""
+    user_requests: Mapping[str, str] | None = None
+    """Scenario id -> the user request in another language (harness factor `user_lang`);
+    None: the scenario's own request. With a mapping, a scenario it lacks is an error."""
 
     def system_prompt(self, view: ScenarioView) -> str:
         return self.system.format(policy=self.policy_document(view))
@@ -93,7 +101,15 @@ class Renderer:
         return "\n".join(lines)
 
     def user_message(self, view: ScenarioView) -> str:
-        return self.user.format(request=view.user_request)
+        if self.user_requests is None:
+            return self.user.format(request=view.user_request)
+        request = self.user_requests.get(view.id)
+        if request is None:
+            raise CavBenchError(
+                f"scenario {view.id}: the user_lang level has no translation of its request; "
+                f"add it to the level's asset under user_requests"
+            )
+        return self.user.format(request=request)
 
     def tool_result(self, tool: str, result: ToolResult) -> str:
         """One facade result, as the model reads it."""
@@ -107,6 +123,11 @@ class Renderer:
         if result.message is not None:
             payload["message"] = result.message
         return self.result.format(tool=tool, payload=_json(payload))
+
+    def tool_schema(self, schema: ToolSchema) -> ToolSchema:
+        """A tool as the model reads it (its description may be reworded)."""
+        text = self.tool_descriptions.get(schema.name)
+        return schema if text is None else schema.model_copy(update={"description": text})
 
     def tool_error(self, kind: ToolErrorKind, tool: str, detail: str) -> str:
         return self.error.format(kind=kind.value, tool=tool, detail=detail)
