@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import signal
 import threading
+import time
 import traceback
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -158,6 +159,18 @@ def _call(adapter: ExecutionAdapter, env: Environment, outcome: _Outcome) -> Non
         outcome.done.set()
 
 
+def _wait(done: threading.Event, limit: float) -> bool:
+    """Wait for the adapter's thread, in short slices: a Ctrl-C the kernel delivers to that
+    thread only reaches Python's handler when the main thread runs bytecode again."""
+    deadline = time.monotonic() + limit  # a limit, not a result: never recorded
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return done.is_set()
+        if done.wait(min(left, 0.05)):
+            return True
+
+
 DEFAULT_UNTRUSTED_EPISODE_SECONDS = 1800.0
 """Wall-clock limit of an episode of any adapter other than the baseline engine when none
 is configured: long enough for a slow local model, short of a hung sweep."""
@@ -225,7 +238,7 @@ def _run(
             target=_call, args=(adapter, env, outcome), name=f"adapter:{run_id}", daemon=True
         )
         worker.start()
-        if not outcome.done.wait(time_limit):
+        if not _wait(outcome.done, time_limit):
             env.close()
             env.run_error(
                 f"EpisodeTimeout: the adapter ran past the {time_limit:g} s limit",
