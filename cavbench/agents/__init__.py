@@ -13,8 +13,12 @@ from cavbench.agents._tools import (
     OfferedTool,
     OpIdSource,
     ToolKind,
+    derive_write_spec,
+    id_param,
     offered_tools,
+    read_tool_name,
     resolve_write,
+    unoffered,
 )
 
 __all__ = [
@@ -30,7 +34,11 @@ __all__ = [
     "Renderer",
     "ToolErrorKind",
     "ToolKind",
+    "derive_write_spec",
+    "id_param",
     "llm_adapter",
     "offered_tools",
+    "read_tool_name",
     "resolve_write",
+    "unoffered",
 ]

@@ -7,10 +7,15 @@ the call stands for — same tool, same resource, same arguments — and writes 
 step's id, logical operation id, changes and arguments, so the world responds exactly as it
 does to a profile taking that step. A write the plan does not contain gets its tool's
 documented default effect (`WriteSpec.default_changes`) under an adapter-derived step id.
+
+The hand-written tables (`ID_PARAMS`, `WRITE_SPECS`, `READ_TOOLS`) cover core-v1. Any other
+toolset entry is derived from the scenario view (`derive_write_spec`, `_derived_read`): a write
+from the plan steps that use it, a read from the namespace its name or a plan read names.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -18,7 +23,7 @@ from typing import Any
 
 from cavbench.models import ToolSchema
 from cavbench.runtime.session import READ_TOOLS
-from cavbench.scenarios import PlannedStep, ScenarioView
+from cavbench.scenarios import PlannedStep, ScenarioView, StepKind
 from cavbench.trace import JSON
 
 
@@ -49,7 +54,23 @@ ID_PARAMS: Mapping[str, str] = {
     "carrier": "carrier_id",
     "accounts_aggregate": "aggregate_id",
 }
-"""The argument that names a resource of each namespace."""
+"""The argument that names a resource of each namespace (others: see `id_param`)."""
+
+
+def id_param(namespace: str) -> str:
+    """The argument naming a resource of `namespace`: `ID_PARAMS`, else `<namespace>_id`
+    (non-identifier characters as `_`), else `resource_id`."""
+    known = ID_PARAMS.get(namespace)
+    if known is not None:
+        return known
+    derived = re.sub(r"\W", "_", namespace, flags=re.ASCII) + "_id"
+    return derived if namespace and derived.isidentifier() else "resource_id"
+
+
+def read_tool_name(namespace: str) -> str:
+    """The read tool of `namespace`, named as the facade names it."""
+    return READ_TOOLS.get(namespace) or f"get_{namespace}"
+
 
 KEY_ARG = "idempotency_key"
 VERSION_ARG = "expected_version"
@@ -192,7 +213,7 @@ class OfferedTool:
 
     def resource(self, args: Mapping[str, Any]) -> tuple[str, str] | None:
         """(namespace, resource id) named by the call's arguments, if exactly one is."""
-        named = [(ns, str(args[ID_PARAMS[ns]])) for ns in self.namespaces if ID_PARAMS[ns] in args]
+        named = [(ns, str(args[id_param(ns)])) for ns in self.namespaces if id_param(ns) in args]
         return named[0] if len(named) == 1 else None
 
 
@@ -208,7 +229,7 @@ def _object(
 
 
 def _read_tool(name: str, namespace: str) -> OfferedTool:
-    param = ID_PARAMS[namespace]
+    param = id_param(namespace)
     schema = ToolSchema(
         name=name,
         description=f"Read the current {namespace} record (with its version).",
@@ -218,7 +239,7 @@ def _read_tool(name: str, namespace: str) -> OfferedTool:
 
 
 def _write_tool(name: str, spec: WriteSpec, ids: OpIdSource) -> OfferedTool:
-    params = [ID_PARAMS[ns] for ns in spec.namespaces]
+    params = [id_param(ns) for ns in spec.namespaces]
     properties: dict[str, dict[str, JSON]] = dict.fromkeys(params, _STR)
     properties.update({k: v for k, v in spec.args.items() if k not in properties})
     properties[VERSION_ARG] = {
@@ -287,25 +308,114 @@ _FIXED: tuple[OfferedTool, ...] = (
 )
 
 
+_WRITE_KINDS = frozenset({StepKind.WRITE, StepKind.COMPENSATE})
+
+
+def _json_type(value: object) -> dict[str, JSON]:
+    """The JSON-schema type of a plan argument's value (no constraint for null)."""
+    if isinstance(value, bool):
+        return {"type": "boolean"}
+    if isinstance(value, int):
+        return {"type": "integer"}
+    if isinstance(value, float):
+        return {"type": "number"}
+    if isinstance(value, str):
+        return {"type": "string"}
+    if isinstance(value, list):
+        return {"type": "array"}
+    if isinstance(value, dict):
+        return {"type": "object"}
+    return {}
+
+
+def _merge_types(a: dict[str, JSON], b: dict[str, JSON]) -> dict[str, JSON]:
+    if a == b:
+        return a
+    kinds = {str(t.get("type")) for t in (a, b)}
+    if kinds == {"integer", "number"}:  # 1 and 1.5 are both numbers
+        return _NUM
+    return {}
+
+
+def derive_write_spec(view: ScenarioView, name: str) -> WriteSpec | None:
+    """A write tool derived from the plan steps (write or compensate) that use `name`: their
+    namespaces, their arguments typed from the values (required when every step has them).
+    Its default effect — for a call that matches no plan step — writes the call's natural
+    arguments as fields of the record; its identity is all of them. None if no step uses it."""
+    steps = [s for s in _steps(view) if s.tool_name == name and s.kind in _WRITE_KINDS]
+    namespaces = tuple(dict.fromkeys(s.namespace for s in steps if s.namespace))
+    if not namespaces:
+        return None
+    args: dict[str, dict[str, JSON]] = {}
+    for step in steps:
+        for key, value in step.args.items():
+            typed = _json_type(value)
+            args[key] = _merge_types(args[key], typed) if key in args else typed
+    required = tuple(k for k in args if all(k in s.args for s in steps))
+    keys = tuple(args)
+
+    def default(call: Mapping[str, Any], _view: ScenarioView) -> dict[str, JSON]:
+        return {k: call[k] for k in keys if k in call}
+
+    return WriteSpec(
+        f"{name.replace('_', ' ').capitalize()} (on {', '.join(namespaces)}).",
+        namespaces,
+        args,
+        required,
+        keys,
+        default,
+    )
+
+
+def _derived_read(view: ScenarioView, name: str) -> str | None:
+    """The namespace a toolset read names: a plan read with that tool name, a plan namespace
+    whose read tool it is, else the `get_<namespace>` convention."""
+    for step in _steps(view):
+        if step.kind is StepKind.READ and step.tool_name == name and step.namespace:
+            return step.namespace
+    for step in _steps(view):
+        if step.namespace and read_tool_name(step.namespace) == name:
+            return step.namespace
+    return name.removeprefix("get_") if name.startswith("get_") and len(name) > 4 else None
+
+
+def _toolset_specs(view: ScenarioView) -> tuple[dict[str, WriteSpec], dict[str, str]]:
+    """(writes, reads by tool name) for the toolset: hand-written first, then derived."""
+    writes: dict[str, WriteSpec] = {}
+    reads: dict[str, str] = {}
+    for name in dict.fromkeys(view.toolset):
+        if name in WRITE_SPECS:
+            writes[name] = WRITE_SPECS[name]
+        elif name in READ_NAMESPACES:
+            reads[name] = READ_NAMESPACES[name]
+        elif name in _ALIASES:
+            continue
+        elif (spec := derive_write_spec(view, name)) is not None:
+            writes[name] = spec
+        elif (namespace := _derived_read(view, name)) is not None:
+            reads[name] = namespace
+    return writes, reads
+
+
 def offered_tools(view: ScenarioView, ids: OpIdSource) -> dict[str, OfferedTool]:
     """The episode's tools, in a stable order: the toolset's reads, reads of every namespace
     an offered write touches, the toolset's writes, then the four fixed tools."""
-    writes = [name for name in dict.fromkeys(view.toolset) if name in WRITE_SPECS]
-    reads = [name for name in dict.fromkeys(view.toolset) if name in READ_NAMESPACES]
-    for name in writes:
-        for namespace in WRITE_SPECS[name].namespaces:
-            tool = READ_TOOLS.get(namespace)
-            if tool is not None and tool not in reads:
-                reads.append(tool)
-    tools = [_read_tool(name, READ_NAMESPACES[name]) for name in reads]
-    tools += [_write_tool(name, WRITE_SPECS[name], ids) for name in writes]
+    writes, reads = _toolset_specs(view)
+    for spec in writes.values():
+        for namespace in spec.namespaces:
+            tool = read_tool_name(namespace)
+            if tool not in reads and tool not in writes:
+                reads[tool] = namespace
+    tools = [_read_tool(name, namespace) for name, namespace in reads.items()]
+    tools += [_write_tool(name, spec, ids) for name, spec in writes.items()]
     tools += _FIXED
     return {tool.name: tool for tool in tools}
 
 
 def unoffered(view: ScenarioView) -> tuple[str, ...]:
-    """Toolset entries the adapter cannot offer (no spec for them)."""
-    known = {*WRITE_SPECS, *READ_NAMESPACES, *_ALIASES}
+    """Toolset entries the adapter cannot offer (neither a spec nor a derivation)."""
+    writes, reads = _toolset_specs(view)
+    known = {*writes, *reads, *_ALIASES}
     return tuple(name for name in view.toolset if name not in known)
 
 
@@ -344,7 +454,7 @@ def resolve_write(
     """The plan step this call stands for, else the tool's default effect (see module doc)."""
     assert tool.spec is not None
     natural = {k: v for k, v in args.items() if k not in CONTROL_ARGS}
-    id_param = ID_PARAMS[namespace]
+    param = id_param(namespace)
     candidates = [
         s
         for s in _steps(view)
@@ -353,8 +463,8 @@ def resolve_write(
         and (s.resource_id or "") == resource_id
         and s.logical_operation_id is not None
     ]
-    exact = [s for s in candidates if _comparable(natural, s, id_param) == dict(s.args)]
-    loose = [s for s in candidates if _compatible(_comparable(natural, s, id_param), s.args)]
+    exact = [s for s in candidates if _comparable(natural, s, param) == dict(s.args)]
+    loose = [s for s in candidates if _compatible(_comparable(natural, s, param), s.args)]
     chosen = (exact or loose)[0] if (exact or loose) else None
     if chosen is not None and chosen.logical_operation_id is not None:
         return ResolvedWrite(
@@ -366,7 +476,7 @@ def resolve_write(
             logical_operation_id=chosen.logical_operation_id,
             from_plan=True,
         )
-    payload = {k: v for k, v in natural.items() if k != id_param}
+    payload = {k: v for k, v in natural.items() if k != param}
     identity = [str(payload[k]) for k in tool.spec.identity if k in payload]
     logical = ":".join([tool.name, resource_id, *identity])
     return ResolvedWrite(

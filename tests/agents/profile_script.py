@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from cavbench.adapters import baseline
-from cavbench.agents import ID_PARAMS
+from cavbench.agents import id_param, read_tool_name
 from cavbench.models import AssistantTurn, scripted_turn
-from cavbench.runtime import READ_TOOLS, AdapterSession, Environment, ToolFacade, ToolResult
+from cavbench.runtime import AdapterSession, Environment, ToolFacade, ToolResult
 from cavbench.runtime.session import WorldPort
 from cavbench.scenarios import Scenario
 from cavbench.trace import JSON
@@ -26,12 +26,12 @@ class RecordingFacade(ToolFacade):
 
     def read(self, namespace: str, resource_id: str, tool_name: str | None = None) -> ToolResult:
         self.calls.append(
-            {"name": READ_TOOLS[namespace], "arguments": {ID_PARAMS[namespace]: resource_id}}
+            {"name": read_tool_name(namespace), "arguments": {id_param(namespace): resource_id}}
         )
         return super().read(namespace, resource_id, tool_name)
 
     def write(self, **kw: Any) -> ToolResult:
-        args: dict[str, JSON] = {ID_PARAMS[kw["namespace"]]: kw["resource_id"], **kw["args"]}
+        args: dict[str, JSON] = {id_param(kw["namespace"]): kw["resource_id"], **kw["args"]}
         if kw["idempotency_key"] is not None:
             args["idempotency_key"] = kw["idempotency_key"]
         if kw.get("expected_version") is not None:

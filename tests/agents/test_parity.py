@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cavbench.adapters import BASELINE_PROFILES
+from cavbench.adapters import BASELINE_PROFILES, Profile
 from cavbench.agents import Budgets, LLMAdapter
 from cavbench.evaluation import evaluate
 from cavbench.models import ScriptedModel, turns_script
@@ -32,11 +32,15 @@ def _normalise(row: dict[str, object]) -> dict[str, str]:
     return out
 
 
-def _parity(pack: ScenarioPack, expected: dict[tuple[str, str], dict[str, str]]) -> int:
+def _parity(
+    pack: ScenarioPack,
+    expected: dict[tuple[str, str], dict[str, str]],
+    profiles: tuple[Profile, ...] = BASELINE_PROFILES,
+) -> int:
     """How many (scenario, profile) rows the scripted LLM adapter reproduces exactly."""
     matched = 0
     scenarios = list(pack.scenarios)
-    for profile in BASELINE_PROFILES:
+    for profile in profiles:
         scripts = profile_scripts(scenarios, profile.value)
         adapter = LLMAdapter(
             model=ScriptedModel(turns_script([], scripts)),
