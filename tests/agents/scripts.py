@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from cavbench.agents import WRITE_SPECS
+from cavbench.agents import OpIdSource, ToolKind, offered_tools
 from cavbench.models import AssistantTurn, ChatRequest, scripted_turn
 from cavbench.scenarios import load_pack
 from tests.agents.profile_script import profile_turns
@@ -28,6 +28,17 @@ def lifecycle_turns(scenario_id: str) -> tuple[AssistantTurn, ...]:
     raise KeyError(scenario_id)
 
 
+@functools.cache
+def write_tools(scenario_id: str) -> frozenset[str]:
+    """The write tools offered in `scenario_id`, hand-written or derived from its plan."""
+    for pack in ("core-v1", "netops-v1"):
+        for scenario in load_pack(pack).scenarios:
+            if scenario.id == scenario_id:
+                tools = offered_tools(scenario.view(), OpIdSource.MODEL)
+                return frozenset(n for n, t in tools.items() if t.kind is ToolKind.WRITE)
+    raise KeyError(scenario_id)
+
+
 def text_sensitive(request: ChatRequest) -> AssistantTurn:
     """The scripted text-sensitive agent of the harness-factor control.
 
@@ -37,8 +48,9 @@ def text_sensitive(request: ChatRequest) -> AssistantTurn:
     error_style levels `cavbench` and `mcp_sdk` name the tool; `tau2` and `terse` do not.
     """
     script = lifecycle_turns(request.scenario_id)
+    writes = write_tools(request.scenario_id)
     first_write = next(
-        (i for i, t in enumerate(script) if t.tool_calls and t.tool_calls[0].name in WRITE_SPECS),
+        (i for i, t in enumerate(script) if t.tool_calls and t.tool_calls[0].name in writes),
         None,
     )
     turn = request.turn
