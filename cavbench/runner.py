@@ -171,11 +171,6 @@ def _wait(done: threading.Event, limit: float) -> bool:
             return True
 
 
-DEFAULT_UNTRUSTED_EPISODE_SECONDS = 1800.0
-"""Wall-clock limit of an episode of any adapter other than the baseline engine when none
-is configured: long enough for a slow local model, short of a hung sweep."""
-
-
 def run_episode(
     scenario: Scenario,
     adapter: ExecutionAdapter,
@@ -193,9 +188,7 @@ def run_episode(
     With `time_limit` (seconds of wall clock), the adapter runs in a daemon thread; past
     the limit the episode is recorded with status `timeout`, its world is closed (any
     further facade call from the runaway thread raises `EpisodeClosed`) and the thread is
-    abandoned. Any adapter but the baseline engine gets
-    `DEFAULT_UNTRUSTED_EPISODE_SECONDS` when no limit is given. Without a limit (the
-    baseline engine) the adapter runs in the calling thread, as fast as before;
+    abandoned. Without a limit the adapter runs in the calling thread, as fast as before;
     there a `KeyboardInterrupt` stops the run only if it came from a real Ctrl-C (counted
     by a SIGINT handler installed over Python's default one, main thread only)."""
     # Our own baseline engine (exactly that class, not a wrapper) never edits what it is
@@ -203,10 +196,6 @@ def run_episode(
     # the baseline hot path free of the per-episode copies every other adapter gets.
     _watch_sigint()
     trusted = type(adapter) is BaselineAdapter
-    if time_limit is None and not trusted:
-        # Untrusted code never gets to hang a sweep: without an explicit limit it still
-        # runs under a generous one (our own engine needs none and skips the thread).
-        time_limit = DEFAULT_UNTRUSTED_EPISODE_SECONDS
     env = Environment(
         scenario, seed=seed, run_id=run_id, repetition=repetition, isolate=not trusted
     )
