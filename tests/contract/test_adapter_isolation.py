@@ -235,29 +235,66 @@ def test_a_baseline_impostor_subclass_is_isolated_like_any_adapter() -> None:
     assert _headline(run_episodes(pack, baseline("direct"))) == before
 
 
+def _in_a_fresh_process(body: str) -> str:
+    """Run `body` in a new interpreter and return what it printed. Signal handling is
+    process-wide state that the test runner and its plugins share, so the Ctrl-C tests run
+    where nothing but cavbench has touched it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    prelude = textwrap.dedent(
+        """
+        import os, signal, time
+        from cavbench.adapters import AdapterResult
+        from cavbench.runner import run_episode
+        from cavbench.scenarios import load_pack
+        scenario = load_pack("core-v1").scenarios[0]
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(body)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
 def test_a_keyboard_interrupt_the_adapter_raises_itself_is_recorded() -> None:
-    scenario = load_pack("core-v1").scenarios[0]
-    trace = run_episode(scenario, _Raises(KeyboardInterrupt()))
-    assert trace.status is EpisodeStatus.ADAPTER_ERROR
-    assert trace.error is not None
-    assert "KeyboardInterrupt" in trace.error
+    printed = _in_a_fresh_process(
+        """
+        class Raises:
+            name, version = "raises", "0"
+            def run(self, session):
+                raise KeyboardInterrupt()
+        trace = run_episode(scenario, Raises())
+        print(trace.status.value, "KeyboardInterrupt" in (trace.error or ""))
+        """
+    )
+    assert printed == f"{EpisodeStatus.ADAPTER_ERROR.value} True"
 
 
 def test_a_real_ctrl_c_still_stops_the_run() -> None:
-    import os
-    import signal
-
-    class Interrupted:
-        name, version = "interrupted", "0"
-
-        def run(self, session: AdapterSession) -> AdapterResult:
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(1)
-            return AdapterResult(final_message="")
-
-    scenario = load_pack("core-v1").scenarios[0]
-    with pytest.raises(KeyboardInterrupt):
-        run_episode(scenario, Interrupted())
+    printed = _in_a_fresh_process(
+        """
+        class Interrupted:
+            name, version = "interrupted", "0"
+            def run(self, session):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(1)
+                return AdapterResult(final_message="")
+        try:
+            run_episode(scenario, Interrupted())
+        except KeyboardInterrupt:
+            print("stopped")
+        else:
+            print("went on")
+        """
+    )
+    assert printed == "stopped"
 
 
 def test_an_adapter_editing_load_pack_reaches_no_later_cell() -> None:
