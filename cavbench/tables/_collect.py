@@ -153,15 +153,11 @@ PREREGISTRATION_FILES = ("preregistration.json", "deviations.jsonl", "registered
 them beside the merged tables, so a frozen copy keeps its registration."""
 
 
-def collect(
-    sweep_dir: Path, out_dir: Path | None = None, *, allow_incomplete: bool = False
-) -> CollectResult:
-    """Merge the cells of `sweep_dir` into `out_dir` (default `sweep_dir/collected`):
-    `<table>.parquet` for each table with the partition keys as columns, and `manifest.json`."""
-    sweep_dir = Path(sweep_dir)
-    if not sweep_dir.is_dir():
-        raise SweepError(f"{sweep_dir}: no such sweep folder")
-    out_dir = Path(out_dir) if out_dir is not None else sweep_dir / COLLECTED_DIR
+def check_cells(
+    sweep_dir: Path,
+) -> tuple[list[tuple[Path, CellManifest]], list[tuple[str, tuple[str, ...]]]]:
+    """Every cell of `sweep_dir` checked against its manifest: the good ones with their
+    manifests, and the bad ones (orphan folders included) with their problems."""
     good: list[tuple[Path, CellManifest]] = []
     bad: list[tuple[str, tuple[str, ...]]] = orphan_dirs(sweep_dir)
     for directory in cell_dirs(sweep_dir):
@@ -176,6 +172,19 @@ def collect(
             bad.append((cell, tuple(problems)))
         else:
             good.append((directory, manifest))
+    return good, bad
+
+
+def collect(
+    sweep_dir: Path, out_dir: Path | None = None, *, allow_incomplete: bool = False
+) -> CollectResult:
+    """Merge the cells of `sweep_dir` into `out_dir` (default `sweep_dir/collected`):
+    `<table>.parquet` for each table with the partition keys as columns, and `manifest.json`."""
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        raise SweepError(f"{sweep_dir}: no such sweep folder")
+    out_dir = Path(out_dir) if out_dir is not None else sweep_dir / COLLECTED_DIR
+    good, bad = check_cells(sweep_dir)
     if bad and not allow_incomplete:
         raise SweepError(
             f"{sweep_dir}: {len(bad)} cell(s) are not complete (fix: run the same sweep "

@@ -28,9 +28,8 @@ from pathlib import Path
 from cavbench.tables._collect import (
     COLLECTED_DIR,
     cell_dirs,
+    check_cells,
     describe_problems,
-    orphan_dirs,
-    verify_cell,
 )
 from cavbench.tables._errors import SweepError, TableError
 from cavbench.tables._io import verify_table
@@ -38,7 +37,6 @@ from cavbench.tables._manifest import (
     MANIFEST_NAME,
     CellManifest,
     SweepManifest,
-    read_cell_manifest,
     read_sweep_manifest,
 )
 from cavbench.tables._schema import Table
@@ -129,20 +127,7 @@ def verify_sweep(sweep_dir: Path, *, allow_incomplete: bool = False) -> Verified
                 "them, or run `cavbench collect` on the sweep again):\n  " + "\n  ".join(problems)
             )
         return VerifiedSweep(sweep_dir, SweepLayout.COLLECTED, sweep_dir, (), manifest.n_cells)
-    good: list[tuple[Path, CellManifest]] = []
-    bad: list[tuple[str, tuple[str, ...]]] = orphan_dirs(sweep_dir)
-    for directory in cell_dirs(sweep_dir):
-        cell = directory.relative_to(sweep_dir).as_posix()
-        try:
-            manifest_c = read_cell_manifest(directory)
-        except TableError as exc:
-            bad.append((cell, (str(exc),)))
-            continue
-        problems = verify_cell(directory, manifest_c)
-        if problems:
-            bad.append((cell, tuple(problems)))
-        else:
-            good.append((directory, manifest_c))
+    good, bad = check_cells(sweep_dir)
     if bad and not allow_incomplete:
         raise _incomplete_error(sweep_dir, bad)
     collected_dir = sweep_dir / COLLECTED_DIR
