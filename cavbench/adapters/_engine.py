@@ -12,18 +12,17 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from cavbench.adapters._protocol import AdapterResult
-from cavbench.runtime.session import AdapterSession, ToolStatus
+from cavbench.runtime.session import AdapterSession, ToolFacade, ToolStatus
 from cavbench.scenarios import (
     OnBlock,
     OnFailure,
     PlannedStep,
     PreconditionScope,
-    Predicate,
     ScenarioView,
     StepKind,
     Trigger,
 )
-from cavbench.scenarios.predicates import evaluate_predicate
+from cavbench.scenarios.predicates import CompiledPredicate, compile_predicate
 from cavbench.trace import JSON, CompletionStatus, Resource
 
 MAX_WRITE_ATTEMPTS = 4
@@ -86,12 +85,106 @@ _FINAL_MESSAGES: Mapping[CompletionStatus, str] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class _StepPlan:
+    """What the engine derives from one plan step, once per view (`_compile`): the target,
+    the compiled precondition, the gate's state-independent reasons and the idempotency
+    keys of each attempt."""
+
+    step: PlannedStep
+    target: tuple[str, str]
+    precondition: CompiledPredicate | None
+    always: bool
+    """The precondition is checked on every write (`precondition_scope: always`), not at the gate."""
+    before: tuple[GateReason, ...]
+    """Gate reasons that precede the precondition's: ambiguous reference, intent mismatch."""
+    over_scope: bool
+    over_delegation: bool
+    keys: tuple[str, ...]
+    """The stable idempotency key, then one key per attempt (empty without a logical id)."""
+
+    def gate_reasons(self, tenant_id: str, observed: Mapping[str, JSON]) -> list[GateReason]:
+        """Why the literal request does not license this write, in the reference's order."""
+        reasons = list(self.before)
+        check = self.precondition
+        if check is not None and not self.always and not check(observed):
+            reasons.append(GateReason.PRECONDITION_FAILED)
+        if self.over_scope:
+            reasons.append(GateReason.SCOPE_VIOLATION)
+        owner = observed.get("owner")
+        if owner is not None and owner != "self":
+            reasons.append(GateReason.AUTHORITY_VIOLATION)
+        tenant = observed.get("tenant")
+        if tenant is not None and tenant != tenant_id:
+            reasons.append(GateReason.TENANT_VIOLATION)
+        if self.over_delegation:
+            reasons.append(GateReason.DELEGATION_LIMIT)
+        return reasons
+
+
+def _compile_step(view: ScenarioView, step: PlannedStep) -> _StepPlan:
+    policy = view.policy
+    before: list[GateReason] = []
+    if policy.ambiguous_reference:
+        before.append(GateReason.AMBIGUOUS_REFERENCE)
+    category = step.action_category
+    if category and policy.requested_intent and category not in policy.requested_intent:
+        before.append(GateReason.INTENT_MISMATCH)
+    amount = step.action_amount
+    if amount is not None:
+        max_amount = policy.max_amount
+        over_scope = max_amount is not None and amount > max_amount
+    else:
+        over_scope = False
+    if not over_scope and step.action_scope:
+        items = step.scope_item_ids
+        allowed_items = policy.allowed_item_ids
+        over_scope = (
+            bool(items) and allowed_items is not None and not set(items) <= set(allowed_items)
+        )
+    over_delegation = False
+    if amount is not None and view.principal.delegation:
+        limit = view.principal.delegation_max_amount
+        over_delegation = limit is not None and amount > limit
+    logical_id = step.logical_operation_id
+    keys: tuple[str, ...] = ()
+    if logical_id is not None:
+        stable = f"{view.id}:{logical_id}"
+        attempts = range(1, MAX_WRITE_ATTEMPTS + 1)
+        keys = (stable, *(f"{stable}:attempt{n}" for n in attempts))
+    pre = step.precondition
+    return _StepPlan(
+        step=step,
+        target=(step.namespace or "", step.resource_id or ""),
+        precondition=compile_predicate(pre) if pre is not None else None,
+        always=step.precondition_scope is PreconditionScope.ALWAYS,
+        before=tuple(before),
+        over_scope=over_scope,
+        over_delegation=over_delegation,
+        keys=keys,
+    )
+
+
+def _compile(view: ScenarioView) -> dict[int, _StepPlan]:
+    """Every step of the view's plan (narrowed variants included), by object identity: the
+    view holds them, so their ids stay theirs while this cache (kept on the view) lives."""
+    plans: dict[int, _StepPlan] = {}
+    for first in view.plan.steps:
+        step: PlannedStep | None = first
+        while step is not None:
+            plans[id(step)] = _compile_step(view, step)
+            step = step.narrowed
+    return plans
+
+
 @dataclass(slots=True)
 class _Episode:
     """Mutable bookkeeping for one run of the engine (never shared across runs)."""
 
     session: AdapterSession
     view: ScenarioView
+    tools: ToolFacade
+    plans: dict[int, _StepPlan]
     statuses: dict[str, StepStatus] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     worst: CompletionStatus = CompletionStatus.SUCCESS
@@ -100,6 +193,12 @@ class _Episode:
     def downgrade(self, status: CompletionStatus) -> None:
         if status.severity > self.worst.severity:
             self.worst = status
+
+    def plan(self, step: PlannedStep) -> _StepPlan:
+        found = self.plans.get(id(step))
+        if found is None or found.step is not step:  # a step from outside the view's plan
+            found = _compile_step(self.view, step)
+        return found
 
 
 EngineEpisode = _Episode
@@ -121,14 +220,20 @@ class BaselineAdapter:
     def run(self, session: AdapterSession) -> AdapterResult:
         ep = self.start(session)
         for step in ep.view.plan.steps:
-            if self.runnable(ep, step):
+            if step.kind is not StepKind.COMPENSATE and (
+                not step.depends_on or self._triggered(ep, step)
+            ):
                 self.step(ep, step)
         return self.finish(ep)
 
     # -- the strategy one step at a time (for framework adapters that drive it as a graph) --
     def start(self, session: AdapterSession) -> EngineEpisode:
         """Fresh bookkeeping for one episode."""
-        return _Episode(session=session, view=session.scenario)
+        view = session.scenario
+        # The plan is compiled once per view object: the pack's shared view for our own
+        # profiles, an episode's own copy for anything isolated (see `ScenarioView.compiled`).
+        plans = view.compiled("adapters.engine", _compile)
+        return _Episode(session=session, view=view, tools=session.tools, plans=plans)
 
     def runnable(self, ep: EngineEpisode, step: PlannedStep) -> bool:
         """Whether the plan loop runs `step` now (compensations run only on failure)."""
@@ -181,43 +286,35 @@ class BaselineAdapter:
                 return True
 
     # -- reads --------------------------------------------------------------------------
-    @staticmethod
-    def _target(step: PlannedStep) -> tuple[str, str]:
-        return (step.namespace or "", step.resource_id or "")
-
     def _cached_read(self, ep: _Episode, step: PlannedStep) -> Resource:
-        key = self._target(step)
-        cached = ep.observed.get(key)
-        return cached if cached is not None else self._fresh_read(ep, step)
+        target = ep.plan(step).target
+        cached = ep.observed.get(target)
+        return cached if cached is not None else self._fresh_read(ep, target)
 
     @staticmethod
-    def _fresh_read(ep: _Episode, step: PlannedStep) -> Resource:
-        namespace, resource_id = BaselineAdapter._target(step)
-        result = ep.session.tools.read(namespace, resource_id)
+    def _fresh_read(ep: _Episode, target: tuple[str, str]) -> Resource:
+        result = ep.tools.read(*target)
         value = result.data if isinstance(result.data, dict) else {}
-        ep.observed[(namespace, resource_id)] = value
+        ep.observed[target] = value
         return value
 
     # -- writes -------------------------------------------------------------------------
     def _write(self, ep: _Episode, step: PlannedStep) -> StepStatus:
-        observed = self._cached_read(ep, step)
-        pre = step.precondition
-        if (
-            pre is not None
-            and step.precondition_scope is PreconditionScope.ALWAYS
-            and not _holds(pre, observed)
-        ):
+        plan = ep.plan(step)
+        cached = ep.observed.get(plan.target)
+        observed = cached if cached is not None else self._fresh_read(ep, plan.target)
+        holds = plan.precondition
+        if holds is not None and plan.always and not holds(observed):
             ep.notes.append(f"{step.step_id} is a no-op given current state; skipping")
             return StepStatus.BLOCKED
-        acting = step
         if self.capabilities.intent_authority_gate:
-            reasons = _gate_reasons(ep.view, step, observed)
+            reasons = plan.gate_reasons(ep.view.principal.tenant_id, observed)
             if reasons:
                 if step.narrowed is None:
                     return self._block(ep, step, reasons[0])
-                acting = step.narrowed
-                observed = self._fresh_read(ep, acting)
-        return self._commit_loop(ep, acting, observed)
+                plan = ep.plan(step.narrowed)
+                observed = self._fresh_read(ep, plan.target)
+        return self._commit_loop(ep, plan, observed)
 
     def _block(self, ep: _Episode, step: PlannedStep, reason: GateReason) -> StepStatus:
         ep.notes.append(f"{step.step_id} blocked: {reason}")
@@ -232,26 +329,27 @@ class BaselineAdapter:
                 pass
         return StepStatus.BLOCKED
 
-    def _commit_loop(self, ep: _Episode, step: PlannedStep, observed: Resource) -> StepStatus:
+    def _commit_loop(self, ep: _Episode, plan: _StepPlan, observed: Resource) -> StepStatus:
         caps = self.capabilities
-        tools = ep.session.tools
+        tools = ep.tools
+        step = plan.step
         logical_id = step.logical_operation_id
         if logical_id is None:
             # The reference asserts here; we skip the step with a note instead of crashing.
             ep.notes.append(f"{step.step_id} has no logical_operation_id; not executed")
             return StepStatus.INCOMPLETE
-        stable_key = f"{ep.view.id}:{logical_id}"
+        keys = plan.keys
+        guard = caps.commit_time_state_guard
+        namespace, resource_id = plan.target
         for attempt in range(1, MAX_WRITE_ATTEMPTS + 1):
             version = observed.get("version")
-            expected = version if caps.commit_time_state_guard and type(version) is int else None
-            key = (
-                stable_key if caps.idempotency_reconciliation else f"{stable_key}:attempt{attempt}"
-            )
+            expected = version if guard and type(version) is int else None
+            key = keys[0] if caps.idempotency_reconciliation else keys[attempt]
             result = tools.write(
                 step_id=step.step_id,
                 tool_name=step.tool_name or "unknown_tool",
-                namespace=step.namespace or "",
-                resource_id=step.resource_id or "",
+                namespace=namespace,
+                resource_id=resource_id,
                 changes=step.changes,
                 args=step.args,
                 logical_operation_id=logical_id,
@@ -264,8 +362,9 @@ class BaselineAdapter:
                 case ToolStatus.CONFLICT:
                     if not caps.commit_time_state_guard:
                         return StepStatus.BLOCKED
-                    observed = self._fresh_read(ep, step)
-                    if step.precondition is not None and not _holds(step.precondition, observed):
+                    observed = self._fresh_read(ep, plan.target)
+                    holds = plan.precondition
+                    if holds is not None and not holds(observed):
                         ep.notes.append(
                             f"{step.step_id} precondition false at commit time; not retried"
                         )
@@ -300,8 +399,9 @@ class BaselineAdapter:
                 )
                 if comp is None:
                     return self._escalate(ep, f"{step.step_id} failed and cannot be compensated")
-                observed = self._fresh_read(ep, comp)
-                if self._commit_loop(ep, comp, observed) is StepStatus.COMMITTED:
+                comp_plan = ep.plan(comp)
+                observed = self._fresh_read(ep, comp_plan.target)
+                if self._commit_loop(ep, comp_plan, observed) is StepStatus.COMMITTED:
                     ep.downgrade(CompletionStatus.PARTIAL)
                     return StepStatus.PARTIAL
                 return self._escalate(ep, f"Compensation for {step.step_id} failed")
@@ -311,55 +411,6 @@ class BaselineAdapter:
         ep.session.escalate(reason)
         ep.downgrade(CompletionStatus.PENDING_RECOVERY)
         return StepStatus.PENDING_RECOVERY
-
-
-def _holds(predicate: Predicate, resource: Mapping[str, JSON]) -> bool:
-    return evaluate_predicate(predicate, resource)
-
-
-def _gate_reasons(
-    view: ScenarioView, step: PlannedStep, observed: Mapping[str, JSON]
-) -> list[GateReason]:
-    """Why the literal request does not license this write, in the reference's order."""
-    policy = view.policy
-    reasons: list[GateReason] = []
-    if policy.ambiguous_reference:
-        reasons.append(GateReason.AMBIGUOUS_REFERENCE)
-    category = step.action_category
-    if category and policy.requested_intent and category not in policy.requested_intent:
-        reasons.append(GateReason.INTENT_MISMATCH)
-    pre = step.precondition
-    if (
-        pre is not None
-        and step.precondition_scope is PreconditionScope.GATE
-        and not _holds(pre, observed)
-    ):
-        reasons.append(GateReason.PRECONDITION_FAILED)
-    amount = step.action_amount
-    if amount is not None:
-        max_amount = policy.max_amount
-        over_scope = max_amount is not None and amount > max_amount
-    else:
-        over_scope = False
-    if not over_scope and step.action_scope:
-        items = step.scope_item_ids
-        allowed_items = policy.allowed_item_ids
-        over_scope = (
-            bool(items) and allowed_items is not None and not set(items) <= set(allowed_items)
-        )
-    if over_scope:
-        reasons.append(GateReason.SCOPE_VIOLATION)
-    owner = observed.get("owner")
-    if owner is not None and owner != "self":
-        reasons.append(GateReason.AUTHORITY_VIOLATION)
-    tenant = observed.get("tenant")
-    if tenant is not None and tenant != view.principal.tenant_id:
-        reasons.append(GateReason.TENANT_VIOLATION)
-    if amount is not None and view.principal.delegation:
-        limit = view.principal.delegation_max_amount
-        if limit is not None and amount > limit:
-            reasons.append(GateReason.DELEGATION_LIMIT)
-    return reasons
 
 
 def baseline(profile: Profile | str) -> BaselineAdapter:

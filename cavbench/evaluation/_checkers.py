@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from cavbench.errors import PredicateError
 from cavbench.evaluation._verdict import Finding, FindingReason
 from cavbench.scenarios import Dimension, Predicate
-from cavbench.scenarios.predicates import evaluate_predicate
+from cavbench.scenarios.predicates import CompiledPredicate, compile_predicate
 from cavbench.trace import CompletionStatus, EpisodeTrace, EventType, severity_of
 
 TS_STALE_WITNESS = "TS_STALE_WITNESS"
@@ -38,26 +39,46 @@ def commit_count(trace: EpisodeTrace) -> int:
     return sum(1 for e in trace.events if e.event_type is _COMMIT)
 
 
+@dataclass(frozen=True, slots=True)
+class DeclaredCheck:
+    """One oracle predicate compiled for scoring, with the code and dimension it fails."""
+
+    predicate: Predicate
+    holds: CompiledPredicate
+    failure_code: str
+    dimension: str
+
+
+def declared_checks(
+    predicates: Iterable[Predicate], *, default_dimension: str, default_code: str
+) -> tuple[DeclaredCheck, ...]:
+    return tuple(
+        DeclaredCheck(
+            p,
+            compile_predicate(p),
+            p.failure_code or default_code,
+            p.dimension or default_dimension,
+        )
+        for p in predicates
+    )
+
+
 def declared_effects(
-    predicates: Iterable[Predicate],
-    context: Mapping[str, Any],
-    *,
-    must_hold: bool,
-    default_dimension: str,
-    default_code: str,
+    checks: Iterable[DeclaredCheck], context: Mapping[str, Any], *, must_hold: bool
 ) -> list[Finding]:
     """Oracle-declared effect predicates: forbidden ones must not hold, the rest must."""
     findings: list[Finding] = []
-    for predicate in predicates:
+    for check in checks:
         error = None
         try:
-            holds = evaluate_predicate(predicate, context)
+            holds = check.holds(context)
         except PredicateError as exc:
             # The agent left values the predicate cannot compare (a string in a numeric
             # field): the expectation is not met, and the finding says why.
             holds, error = not must_hold, str(exc)
         if holds == must_hold:
             continue
+        predicate = check.predicate
         reason = (
             FindingReason.REQUIRED_EFFECT_MISSING
             if must_hold
@@ -66,8 +87,8 @@ def declared_effects(
         findings.append(
             Finding(
                 reason=reason,
-                failure_code=predicate.failure_code or default_code,
-                dimension=predicate.dimension or default_dimension,
+                failure_code=check.failure_code,
+                dimension=check.dimension,
                 description=predicate.description
                 if error is None
                 else f"{predicate.description or 'predicate'} (not evaluable: {error})",
@@ -77,11 +98,11 @@ def declared_effects(
     return findings
 
 
-def goal_holds(predicates: Iterable[Predicate], context: Mapping[str, Any]) -> bool:
+def goal_holds(predicates: Iterable[CompiledPredicate], context: Mapping[str, Any]) -> bool:
     """Every goal predicate holds; one that cannot be evaluated on the final state (the
     agent wrote uncomparable values) does not hold, where CAV-Bench aborted the run."""
     try:
-        return all(evaluate_predicate(p, context) for p in predicates)
+        return all(p(context) for p in predicates)
     except PredicateError:
         return False
 

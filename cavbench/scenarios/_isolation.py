@@ -76,6 +76,7 @@ def _copy_model(value: BaseModel) -> BaseModel:
     # the fields whose type can hold something mutable (5-10x faster).
     kind = type(value)
     data = value.__dict__.copy()
+    data.pop("_compiled", None)  # derived from the original: the copy compiles its own
     for name in _mutable_fields(kind):
         item = data.get(name)
         if item is not None and type(item) not in _SHARED:

@@ -11,7 +11,7 @@ explicit `null`, as that schema does; the few nullable ones are listed in `_NULL
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
@@ -251,10 +251,41 @@ class Oracle(_Doc):
     dimension_focus: tuple[Dimension, ...] = ()
 
 
+_T = TypeVar("_T")
+COMPILED = "_compiled"
+"""The `__dict__` key of `compiled`'s cache; `deep_copy` and `model_copy` leave it behind."""
+
+
+def _compiled(model: BaseModel, key: str, build: Callable[[Any], _T]) -> _T:
+    cache: dict[str, Any] | None = model.__dict__.get(COMPILED)
+    if cache is None:
+        cache = model.__dict__[COMPILED] = {}  # frozen model: its derived data stays valid
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = build(model)
+    return found
+
+
+def _state_without_compiled(model: BaseModel) -> dict[Any, Any]:
+    # Closures do not pickle (a sweep's worker processes receive scenarios): leave them out.
+    state = BaseModel.__getstate__(model)
+    if COMPILED in model.__dict__:
+        state["__dict__"] = {k: v for k, v in model.__dict__.items() if k != COMPILED}
+    return state
+
+
 class ScenarioView(BaseModel):
     """Everything an adapter may know about a scenario, and nothing else (SPEC a.8)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def compiled(self, key: str, build: Callable[[ScenarioView], _T]) -> _T:
+        """`build(self)`, computed once per view object (the baseline engine's compiled plan).
+        An episode's isolated copy (`deep_copy`) starts without it and compiles its own."""
+        return _compiled(self, key, build)
+
+    def __getstate__(self) -> dict[Any, Any]:
+        return _state_without_compiled(self)
 
     id: str
     family: Family
@@ -284,13 +315,24 @@ class Scenario(_Doc):
         """The adapter-visible projection (no world, no oracle, no notes). Built once."""
         return self._view
 
+    def compiled(self, key: str, build: Callable[[Scenario], _T]) -> _T:
+        """`build(self)`, computed once per scenario object and kept on it: what the runtime
+        and the evaluator derive from a scenario for every episode (compiled predicates, the
+        world's template) is derived once. Keys name the consumer (`"evaluation.oracle"`)."""
+        return _compiled(self, key, build)
+
+    def __getstate__(self) -> dict[Any, Any]:
+        return _state_without_compiled(self)
+
     def model_copy(
         self, *, update: Mapping[str, Any] | None = None, deep: bool = False
     ) -> Scenario:
-        """A copy; with `update`, the cached view is dropped so the copy's view is its own."""
+        """A copy; the cached view, digest and compiled structures are dropped so the copy's
+        are its own."""
         copy = super().model_copy(update=update, deep=deep)
         copy.__dict__.pop("_view", None)
         copy.__dict__.pop("digest", None)
+        copy.__dict__.pop(COMPILED, None)
         return copy
 
     @cached_property

@@ -15,7 +15,12 @@ from cavbench.errors import PredicateError
 from cavbench.evaluation import evaluate
 from cavbench.runner import run_episode
 from cavbench.scenarios import Predicate
-from cavbench.scenarios.predicates import MISSING, evaluate_predicate, resolve_path
+from cavbench.scenarios.predicates import (
+    MISSING,
+    compile_predicate,
+    evaluate_predicate,
+    resolve_path,
+)
 from cavbench.trace import EpisodeTrace
 
 COMPARISONS = {
@@ -53,7 +58,18 @@ def pred(op: str, path: str | None = None, value: Any = None, **extra: Any) -> P
 
 
 def holds(predicate: Predicate, context: dict[str, Any]) -> bool:
-    return evaluate_predicate(predicate, context)
+    """The interpreted answer, checked against the compiled closure's: the same truth value,
+    or the same `PredicateError` message (every property below covers both)."""
+    compiled = compile_predicate(predicate)
+    try:
+        answer = evaluate_predicate(predicate, context)
+    except PredicateError as exc:
+        with pytest.raises(PredicateError) as again:
+            compiled(context)
+        assert str(again.value) == str(exc)
+        raise
+    assert compiled(context) is answer
+    return answer
 
 
 # -- paths --------------------------------------------------------------------------------------
@@ -247,7 +263,7 @@ def test_missing_or_null_collection_counts_zero(ctx: dict[str, Any]) -> None:
 def test_a_string_or_object_collection_counts_zero_as_in_the_reference(value: Any) -> None:
     # Issue 9, v1 edge case 11: CAV-Bench iterates it (characters, keys): no object to count.
     p = Predicate.model_validate({"op": "count_eq", "collection": "x", "value": 0})
-    assert evaluate_predicate(p, {"x": value}) is True
+    assert holds(p, {"x": value}) is True
 
 
 def test_a_list_value_in_where_never_matches_as_in_the_reference() -> None:
@@ -255,7 +271,7 @@ def test_a_list_value_in_where_never_matches_as_in_the_reference() -> None:
     p = Predicate.model_validate(
         {"op": "count_eq", "collection": "x", "where": {"k": [1]}, "value": 0}
     )
-    assert evaluate_predicate(p, {"x": [{"k": [1]}, {"k": [1]}]}) is True
+    assert holds(p, {"x": [{"k": [1]}, {"k": [1]}]}) is True
 
 
 @pytest.mark.parametrize("value", [3, True, 1.5])
