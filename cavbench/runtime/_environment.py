@@ -42,6 +42,35 @@ _NO_VERSIONS: Mapping[str, int | None] = MappingProxyType({})
 _EMPTY: Mapping[str, JSON] = MappingProxyType({})
 
 
+def _user_input(scenario: Scenario) -> TraceEvent:
+    return TraceEvent(
+        seq=0,
+        event_type=EventType.USER_INPUT,
+        source="scenario",
+        metadata={"text": scenario.task.user_request},
+    )
+
+
+class _Template:
+    """What every episode of one scenario starts from, derived once (kept on the pack's
+    scenario object): the checked initial state, the fault schedule and the first event.
+    Only for episodes that share the pack's originals (not isolated)."""
+
+    __slots__ = ("_faults", "_state", "user_input")
+
+    def __init__(self, scenario: Scenario) -> None:
+        source = f"{scenario.id}: world.initial_state"
+        self._state = StateStore(scenario.world.initial_state, source=source)
+        self._faults = FaultScheduler(scenario.world.injections)
+        self.user_input = _user_input(scenario)  # immutable: shared by every episode
+
+    def store(self) -> StateStore:
+        return self._state.fork()
+
+    def faults(self) -> FaultScheduler:
+        return self._faults.fork()
+
+
 class Environment:
     """A fresh world for one (scenario, seed, run id). `seed` is recorded; the world has no
     randomness and reads no clock, so the same inputs give the same trace."""
@@ -88,27 +117,25 @@ class Environment:
             self._view = deep_copy(scenario.view())
             self._initial = deep_copy(world.initial_state)
             self._injections: tuple[Injection, ...] = deep_copy(world.injections)
+            self._state = StateStore(self._initial, source=f"{scenario.id}: world.initial_state")
+            self._faults = FaultScheduler(self._injections)
+            first = _user_input(scenario)
         else:
+            # The pack's originals, checked and ordered once per scenario object.
+            template = scenario.compiled("runtime.world", _Template)
             self._view, self._initial, self._injections = (
                 scenario.view(),
                 world.initial_state,
                 world.injections,
             )
+            self._state = template.store()
+            self._faults = template.faults()
+            first = template.user_input
         self._closed = False
-        self._state = StateStore(self._initial, source=f"{scenario.id}: world.initial_state")
         self._ledger = Ledger()
-        self._faults = FaultScheduler(self._injections)
-        self._events: list[TraceEvent] = []
+        self._events: list[TraceEvent] = [first]
         self._forced_failures: dict[str, str] = {}
         self._commit_keys: dict[str, str] = {}
-        self._events.append(
-            TraceEvent(
-                seq=0,
-                event_type=EventType.USER_INPUT,
-                source="scenario",
-                metadata={"text": scenario.task.user_request},
-            )
-        )
 
     # -- the adapter's side -------------------------------------------------------------
     def session(self) -> AdapterSession:
@@ -224,6 +251,8 @@ class Environment:
         )
         if self._faults.pending:
             self._fire(f"after_read:{ref}")
+        if not self._isolated:
+            return stored  # the baseline engine never edits what it reads (see `__init__`)
         return copy_resource(stored)  # the adapter's own copy: its edits reach nothing
 
     def commit(
@@ -245,7 +274,8 @@ class Environment:
             self._check_open()
         ref = f"{namespace}:{resource_id}"
         refs = (ref,)
-        args = copy_resource(args)  # the adapter keeps its own dict; the record must not change
+        if self._isolated:  # the adapter keeps its own dict; the record must not change
+            args = copy_resource(args)
         events = self._events
         faults = self._faults
 
@@ -326,7 +356,8 @@ class Environment:
             self._fire(f"after_commit:{tool_name}:{ref}")
             ambiguous = self._fire(f"after_commit_before_response:{tool_name}:{ref}")
         status = ToolStatus.AMBIGUOUS if ambiguous else ToolStatus.COMMITTED
-        return CommitOutcome(status, copy_resource(mutation.after))
+        after = mutation.after
+        return CommitOutcome(status, copy_resource(after) if self._isolated else after)
 
     def status_check(self, idempotency_key: str) -> bool:
         self._check_open()
@@ -412,7 +443,7 @@ class Environment:
             run_id=self.run_id,
             seed=self.seed,
             events=tuple(self._events),
-            final_state=self._state.snapshot(),
+            final_state=self._state.shared(),
             side_effects=self._ledger.rows,
             adapter_report=report,
             agent=agent,

@@ -22,6 +22,14 @@ class FaultScheduler:
         self._by_hook = by_hook
         self._fired: list[str] = []
 
+    def fork(self) -> FaultScheduler:
+        """A scheduler with this one's pending injections, none of them fired (for another
+        episode of the same scenario)."""
+        other = FaultScheduler.__new__(FaultScheduler)
+        other._by_hook = dict(self._by_hook)  # `fire` pops hooks; the lists are only read
+        other._fired = []
+        return other
+
     @property
     def pending(self) -> bool:
         """Whether any hook still has injections to fire."""

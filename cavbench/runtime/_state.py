@@ -77,6 +77,13 @@ class StateStore:
             data[namespace] = bucket
         self._data = data
 
+    def fork(self) -> StateStore:
+        """A store starting from this one's current state, for another episode: the stored
+        objects are shared (never edited in place), the namespace maps are its own."""
+        other = StateStore.__new__(StateStore)
+        other._data = {ns: dict(bucket) for ns, bucket in self._data.items()}
+        return other
+
     def _live(self, namespace: str, resource_id: str) -> Resource:
         try:
             return self._data[namespace][resource_id]
@@ -110,13 +117,20 @@ class StateStore:
         if expected_version is not None and expected_version != current:
             raise VersionConflict(f"{namespace}:{resource_id}", expected_version, current)
         before = live  # never modified again: the store swaps in `work`
-        work = copy_resource(live)
+        # Shallow: nothing stored is edited in place, so `work` may share the values it does
+        # not change; `_assign` copies each object on a dotted path before writing into it.
+        work = dict(live)
         for dotted, value in changes.items():
             _assign(work, dotted, copy_json(value), f"{namespace}:{resource_id}")
         if current is not None:
             work["version"] = current + 1
         self._data[namespace][resource_id] = work
         return Mutation(before=before, after=work)
+
+    def shared(self) -> State:
+        """The whole world, sharing the stored resources (read-only by contract, like
+        `peek`): what an episode's trace records as its final state."""
+        return {ns: dict(bucket) for ns, bucket in self._data.items()}
 
     def snapshot(self) -> State:
         """A deep copy of the whole world."""
@@ -127,15 +141,22 @@ class StateStore:
 
 
 def _assign(target: JSONObject, dotted: str, value: JSON, ref: str) -> None:
+    """Set `target[a][b]...` = value for `dotted` = "a.b...", copying every object on the
+    path (it may be shared with the version before the mutation)."""
+    if "." not in dotted:
+        target[dotted] = value
+        return
     parts = dotted.split(".")
     node = target
     for depth, key in enumerate(parts[:-1]):
         child = node.get(key)
         if child is None:
             child = {}
-            node[key] = child
-        if not isinstance(child, dict):
+        elif not isinstance(child, dict):
             where = ".".join(parts[: depth + 1])
             raise CavBenchError(f"{ref}: cannot assign {dotted!r}: {where!r} is not an object")
+        else:
+            child = dict(child)
+        node[key] = child
         node = child
     node[parts[-1]] = value
