@@ -33,6 +33,7 @@ _SECRET_MARKERS = ("token", "secret", "password", "credential", "authorization",
 _SECRET = re.compile("|".join(_SECRET_MARKERS), re.IGNORECASE)
 
 
+@lru_cache(maxsize=4096)  # report keys repeat across episodes; the search is per key
 def _secret(key: str) -> bool:
     return _SECRET.search(key) is not None
 

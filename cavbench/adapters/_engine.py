@@ -61,6 +61,11 @@ class GateReason(StrEnum):
     DELEGATION_LIMIT = "delegation_limit"
 
 
+_NAMES = {p: p.value for p in Profile}
+_COMPENSATE, _READ, _WRITE = StepKind.COMPENSATE, StepKind.READ, StepKind.WRITE
+_COMMITTED = StepStatus.COMMITTED
+
+
 @dataclass(frozen=True, slots=True)
 class Capabilities:
     intent_authority_gate: bool = False
@@ -215,14 +220,12 @@ class BaselineAdapter:
 
     @property
     def name(self) -> str:
-        return self.profile.value
+        return _NAMES[self.profile]
 
     def run(self, session: AdapterSession) -> AdapterResult:
         ep = self.start(session)
         for step in ep.view.plan.steps:
-            if step.kind is not StepKind.COMPENSATE and (
-                not step.depends_on or self._triggered(ep, step)
-            ):
+            if step.kind is not _COMPENSATE and (not step.depends_on or self._triggered(ep, step)):
                 self.step(ep, step)
         return self.finish(ep)
 
@@ -242,12 +245,15 @@ class BaselineAdapter:
     def step(self, ep: EngineEpisode, step: PlannedStep) -> None:
         """Run one plan step: read, write (gate, guard, reconcile, recover), escalate, clarify."""
         session = ep.session
-        match step.kind:
-            case StepKind.READ:
-                self._cached_read(ep, step)
-                ep.statuses[step.step_id] = StepStatus.COMMITTED
-            case StepKind.WRITE:
-                ep.statuses[step.step_id] = self._write(ep, step)
+        kind = step.kind
+        if kind is _WRITE:  # the common kinds first, without the enum lookups of `match`
+            ep.statuses[step.step_id] = self._write(ep, step)
+            return
+        if kind is _READ:
+            self._cached_read(ep, step)
+            ep.statuses[step.step_id] = _COMMITTED
+            return
+        match kind:
             case StepKind.ESCALATE:
                 session.escalate(f"{step.step_id}: escalation required by task plan")
                 ep.statuses[step.step_id] = StepStatus.ESCALATED
@@ -265,7 +271,7 @@ class BaselineAdapter:
             final_message=_FINAL_MESSAGES[ep.worst],
             completion_status=ep.worst,
             metadata={
-                "adapter_name": self.name,
+                "adapter_name": _NAMES[self.profile],
                 "adapter_version": self.version,
                 "notes": list(ep.notes),
             },

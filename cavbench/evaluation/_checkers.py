@@ -16,7 +16,7 @@ from cavbench.errors import PredicateError
 from cavbench.evaluation._verdict import Finding, FindingReason
 from cavbench.scenarios import Dimension, Predicate
 from cavbench.scenarios.predicates import CompiledPredicate, compile_predicate
-from cavbench.trace import CompletionStatus, EpisodeTrace, EventType, severity_of
+from cavbench.trace import CompletionStatus, EpisodeTrace, EventType, JSONObject, severity_of
 
 TS_STALE_WITNESS = "TS_STALE_WITNESS"
 EI_DUPLICATE_LOGICAL_EFFECT = "EI_DUPLICATE_LOGICAL_EFFECT"
@@ -47,6 +47,8 @@ class DeclaredCheck:
     holds: CompiledPredicate
     failure_code: str
     dimension: str
+    as_json: JSONObject
+    """The predicate as the document wrote it, serialised once (findings share it, read-only)."""
 
 
 def declared_checks(
@@ -58,6 +60,7 @@ def declared_checks(
             compile_predicate(p),
             p.failure_code or default_code,
             p.dimension or default_dimension,
+            p.as_json(),
         )
         for p in predicates
     )
@@ -92,7 +95,7 @@ def declared_effects(
                 description=predicate.description
                 if error is None
                 else f"{predicate.description or 'predicate'} (not evaluable: {error})",
-                predicate=predicate.as_json(),
+                predicate=check.as_json,
             )
         )
     return findings

@@ -55,6 +55,13 @@ class EvidenceContext(Mapping[str, Any]):
         self._cache[key] = value
         return value
 
+    def get(self, key: str, default: Any = None) -> Any:
+        # Mapping's own `get` goes through `__getitem__` and a KeyError; predicates call this.
+        found = self._cache.get(key)
+        if found is not None:
+            return found
+        return self[key] if key in _KEYS else default
+
     def __iter__(self) -> Iterator[str]:
         return iter(_KEYS)
 

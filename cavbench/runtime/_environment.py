@@ -237,17 +237,27 @@ class Environment:
 
     # -- WorldPort ----------------------------------------------------------------------
     def read(self, namespace: str, resource_id: str, tool_name: str) -> Resource:
-        self._check_open()
+        if self._closed:
+            self._check_open()
         stored = self._state.peek(namespace, resource_id)
         ref = f"{namespace}:{resource_id}"
-        self._record(
-            _TOOL_READ,
-            tool_name=tool_name,
-            args={"resource_id": resource_id},
-            resource_refs=(ref,),
-            versions_before={ref: version_of(stored)},
-            response_status=_OK,
-            metadata={"result": stored},
+        events = self._events
+        events.append(  # positional: this is the hot path of every episode
+            TraceEvent(
+                len(events),
+                _TOOL_READ,
+                "environment",
+                tool_name,
+                {"resource_id": resource_id},
+                (ref,),
+                {ref: version_of(stored)},
+                _NO_VERSIONS,
+                None,
+                None,
+                _OK,
+                None,
+                {"result": stored},
+            )
         )
         if self._faults.pending:
             self._fire(f"after_read:{ref}")
