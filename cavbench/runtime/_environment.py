@@ -38,6 +38,9 @@ _FAILED = ToolStatus.FAILED.value
 _CONFLICT = ToolStatus.CONFLICT.value
 _REPLAY = ToolStatus.IDEMPOTENT_REPLAY.value
 _COMMITTED = ToolStatus.COMMITTED.value
+_AMBIGUOUS, _COMMITTED_STATUS = ToolStatus.AMBIGUOUS, ToolStatus.COMMITTED
+_new = tuple.__new__
+"""Named tuples built as `_new(Record, (fields...))`: skips the generated `__new__`'s frame."""
 _NO_VERSIONS: Mapping[str, int | None] = MappingProxyType({})
 _EMPTY: Mapping[str, JSON] = MappingProxyType({})
 
@@ -215,7 +218,7 @@ class Environment:
                 versions_after={ref: version_of(mutation.after)},
                 fault_id=injection.fault_id,
                 response_status="external_mutation",
-                metadata={"changes": copy_json(changes)},
+                metadata={"changes": copy_json(changes) if self._isolated else changes},
             )
         elif injection.mode in (FaultMode.DOWNSTREAM_FAILURE, FaultMode.COMPENSATION_FAILURE):
             # CAV-Bench: a falsy affects_step ("", 0) falls back to the hook's step; any
@@ -243,20 +246,23 @@ class Environment:
         ref = f"{namespace}:{resource_id}"
         events = self._events
         events.append(  # positional: this is the hot path of every episode
-            TraceEvent(
-                len(events),
-                _TOOL_READ,
-                "environment",
-                tool_name,
-                {"resource_id": resource_id},
-                (ref,),
-                {ref: version_of(stored)},
-                _NO_VERSIONS,
-                None,
-                None,
-                _OK,
-                None,
-                {"result": stored},
+            _new(
+                TraceEvent,
+                (
+                    len(events),
+                    _TOOL_READ,
+                    "environment",
+                    tool_name,
+                    {"resource_id": resource_id},
+                    (ref,),
+                    {ref: version_of(stored)},
+                    _NO_VERSIONS,
+                    None,
+                    None,
+                    _OK,
+                    None,
+                    {"result": stored},
+                ),
             )
         )
         if self._faults.pending:
@@ -298,20 +304,23 @@ class Environment:
         ) -> None:
             # Positional construction: this is the hot path of every episode.
             events.append(
-                TraceEvent(
-                    len(events),
-                    kind,
-                    "environment",
-                    tool_name,
-                    args,
-                    refs,
-                    before,
-                    after,
-                    logical_operation_id,
-                    idempotency_key,
-                    status,
-                    None,
-                    metadata,
+                _new(
+                    TraceEvent,
+                    (
+                        len(events),
+                        kind,
+                        "environment",
+                        tool_name,
+                        args,
+                        refs,
+                        before,
+                        after,
+                        logical_operation_id,
+                        idempotency_key,
+                        status,
+                        None,
+                        metadata,
+                    ),
                 )
             )
 
@@ -365,9 +374,9 @@ class Environment:
             self._fire(f"after_commit_step:{step_id}")
             self._fire(f"after_commit:{tool_name}:{ref}")
             ambiguous = self._fire(f"after_commit_before_response:{tool_name}:{ref}")
-        status = ToolStatus.AMBIGUOUS if ambiguous else ToolStatus.COMMITTED
+        status = _AMBIGUOUS if ambiguous else _COMMITTED_STATUS
         after = mutation.after
-        return CommitOutcome(status, copy_resource(after) if self._isolated else after)
+        return _new(CommitOutcome, (status, copy_resource(after) if self._isolated else after))
 
     def status_check(self, idempotency_key: str) -> bool:
         self._check_open()

@@ -30,16 +30,17 @@ class Ledger:
     ) -> LedgerRow:
         number = self._counter  # eff-0 first, as CAV-Bench numbers them
         self._counter += 1
-        return LedgerRow(
-            effect_id=f"eff-{number}",
-            seq=seq,
-            effect_type=effect_type,
-            logical_operation_id=logical_operation_id,
-            idempotency_key=idempotency_key,
-            resource_ref=resource_ref,
-            payload=payload,
-            compensation_for=compensation_for,
+        fields = (
+            f"eff-{number}",
+            seq,
+            effect_type,
+            logical_operation_id,
+            idempotency_key,
+            resource_ref,
+            payload,
+            compensation_for,
         )
+        return tuple.__new__(LedgerRow, fields)  # skips the generated `__new__`: hot path
 
     def append(self, row: LedgerRow) -> tuple[LedgerRow, bool]:
         """Append unless deduplicated; returns the row on record and whether it was appended."""

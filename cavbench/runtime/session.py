@@ -107,6 +107,8 @@ class WorldPort(Protocol):
 
 
 _INT64 = (-(2**63), 2**63 - 1)
+_new = tuple.__new__  # named tuples without the generated `__new__`'s frame (hot path)
+_OK = ToolStatus.OK
 
 
 def _json_problem(value: object, where: str, depth: int = 0) -> str | None:
@@ -185,7 +187,7 @@ class ToolFacade:
                 raise self._refused("read", exc) from None
         name = tool_name or READ_TOOLS.get(namespace) or f"get_{namespace}"
         value = self._world.read(namespace, str(resource_id), name)
-        return ToolResult(ToolStatus.OK, data=value)
+        return _new(ToolResult, (_OK, value, None, False, None))
 
     @staticmethod
     def _check_read(namespace: str, resource_id: str, tool_name: str | None) -> None:
@@ -238,11 +240,9 @@ class ToolFacade:
             args=dict(args or {}),
             compensation_for=compensation_for,
         )
-        return ToolResult(
-            outcome.status,
-            data=outcome.state,
-            operation_id=logical_operation_id,
-            retryable=outcome.status in RETRYABLE,
+        status = outcome.status
+        return _new(
+            ToolResult, (status, outcome.state, logical_operation_id, status in RETRYABLE, None)
         )
 
     def _check_write(

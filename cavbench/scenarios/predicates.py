@@ -227,9 +227,7 @@ def compile_predicate(predicate: Predicate) -> CompiledPredicate:
     return _raiser(f"unknown predicate op {op!r}")  # pragma: no cover - enum is closed
 
 
-def _compile_count(
-    predicate: Predicate, counter: Callable[[int, Any], Any]
-) -> CompiledPredicate:
+def _compile_count(predicate: Predicate, counter: Callable[[int, Any], Any]) -> CompiledPredicate:
     op, value, collection = predicate.op, predicate.value, predicate.collection
     if collection is None:
         return _raiser(f"{op}: needs a `collection`")
