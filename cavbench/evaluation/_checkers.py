@@ -36,7 +36,11 @@ _HANDOFFS = frozenset({EventType.ESCALATION, EventType.CLARIFICATION})
 
 def commit_count(trace: EpisodeTrace) -> int:
     """Number of `side_effect_commit` events."""
-    return sum(1 for e in trace.events if e.event_type is _COMMIT)
+    n = 0
+    for event in trace.events:
+        if event.event_type is _COMMIT:
+            n += 1
+    return n
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +109,12 @@ def goal_holds(predicates: Iterable[CompiledPredicate], context: Mapping[str, An
     """Every goal predicate holds; one that cannot be evaluated on the final state (the
     agent wrote uncomparable values) does not hold, where CAV-Bench aborted the run."""
     try:
-        return all(p(context) for p in predicates)
+        for holds in predicates:
+            if not holds(context):
+                return False
     except PredicateError:
         return False
+    return True
 
 
 def temporal_validity(trace: EpisodeTrace) -> list[Finding]:

@@ -91,9 +91,12 @@ def evaluate(
 
     # 2-3. Oracle-declared effects.
     context = EvidenceContext(trace)
-    record(check.declared_effects(compiled.forbidden, context, must_hold=False))
-    record(check.declared_effects(compiled.required, context, must_hold=True))
-    record(check.declared_effects(compiled.policy, context, must_hold=True))
+    if compiled.forbidden:
+        record(check.declared_effects(compiled.forbidden, context, must_hold=False))
+    if compiled.required:
+        record(check.declared_effects(compiled.required, context, must_hold=True))
+    if compiled.policy:
+        record(check.declared_effects(compiled.policy, context, must_hold=True))
 
     # 4. Temporal validity: `v1` checks only when in focus and not already failed
     #    (CAV-Bench's focus gate); `v1_strict` also checks where it is not applicable.
@@ -103,7 +106,8 @@ def evaluate(
 
     # 5. Duplicate logical effects, whatever the focus.
     duplicates, duplicate_findings = check.duplicate_effects(trace)
-    record(duplicate_findings)
+    if duplicate_findings:
+        record(duplicate_findings)
 
     # 6. Recovery obligations.
     obligations_hold = True
@@ -143,17 +147,17 @@ def evaluate(
     # 9-11.
     policy_aware = outcome and dims[_IG] is not _FAIL and dims[_AV] is not _FAIL
     commit_valid = outcome and not findings and _FAIL not in dims.values()
-    return Verdict(
-        scenario_id=scenario.id,
-        family=scenario.family,
-        rule=rule,
-        outcome_success=outcome,
-        policy_aware_outcome_success=policy_aware,
-        commit_valid_success=commit_valid,
-        dimensions=dims,
-        findings=tuple(findings),
-        failure_codes=tuple(sorted({f.failure_code for f in findings})),
-        commit_count=check.commit_count(trace),
-        duplicate_logical_effects=duplicates,
-        recovery_required=recovery_required,
+    return Verdict(  # positional (the field order): this runs for every episode
+        scenario.id,
+        scenario.family,
+        rule,
+        outcome,
+        policy_aware,
+        commit_valid,
+        dims,
+        tuple(findings),
+        tuple(sorted({f.failure_code for f in findings})) if findings else (),
+        check.commit_count(trace),
+        duplicates,
+        recovery_required,
     )

@@ -457,14 +457,14 @@ class Environment:
         """Freeze the episode. The adapter's report is stored as given; nothing scores it
         except the evaluator's overclaim check on `completion_status`. (The runner also
         `close`s the world; the audit keeps acting on a finalized one.)"""
-        return EpisodeTrace(
-            scenario_id=self.scenario_id,
-            run_id=self.run_id,
-            seed=self.seed,
-            events=tuple(self._events),
-            final_state=self._state.shared(),
-            side_effects=self._ledger.rows,
-            adapter_report=report,
-            agent=agent,
-            scenario_digest=scenario_digest,
+        return EpisodeTrace(  # positional (the field order): once per episode
+            self.scenario_id,
+            self.run_id,
+            self.seed,
+            tuple(self._events),
+            self._state.shared(),
+            self._ledger.rows,
+            report,
+            agent,
+            scenario_digest,
         )
