@@ -294,80 +294,98 @@ class Environment:
             args = copy_resource(args)
         events = self._events
         faults = self._faults
+        state = self._state
+        # The two events of every write are built inline and positionally (hot path); the
+        # rejections, rarer, through `rejected`.
+        version = state.version(namespace, resource_id)
+        events.append(
+            _new(
+                TraceEvent,
+                (
+                    len(events),
+                    _ATTEMPT,
+                    "environment",
+                    tool_name,
+                    args,
+                    refs,
+                    {ref: version},
+                    _NO_VERSIONS,
+                    logical_operation_id,
+                    idempotency_key,
+                    None,
+                    None,
+                    _EMPTY,
+                ),
+            )
+        )
 
-        def event(
-            kind: EventType,
-            status: str | None,
-            before: Mapping[str, int | None] = _NO_VERSIONS,
-            after: Mapping[str, int | None] = _NO_VERSIONS,
-            metadata: Mapping[str, JSON] = _EMPTY,
-        ) -> None:
-            # Positional construction: this is the hot path of every episode.
-            events.append(
-                _new(
-                    TraceEvent,
-                    (
-                        len(events),
-                        kind,
-                        "environment",
-                        tool_name,
-                        args,
-                        refs,
-                        before,
-                        after,
-                        logical_operation_id,
-                        idempotency_key,
-                        status,
-                        None,
-                        metadata,
-                    ),
-                )
+        def rejected(status: str, metadata: Mapping[str, JSON] = _EMPTY) -> None:
+            self._record(
+                _REJECTED,
+                tool_name=tool_name,
+                args=args,
+                resource_refs=refs,
+                logical_operation_id=logical_operation_id,
+                idempotency_key=idempotency_key,
+                response_status=status,
+                metadata=metadata,
             )
 
-        event(_ATTEMPT, None, {ref: self._state.version(namespace, resource_id)})
         if faults.pending:
-            self._fire(f"before_commit_step:{step_id}")
-            self._fire(f"before_commit:{tool_name}:{ref}")
+            fired = self._fire(f"before_commit_step:{step_id}")
+            if self._fire(f"before_commit:{tool_name}:{ref}") or fired:
+                version = state.version(namespace, resource_id)  # a fault may have changed it
 
         forced = self._forced_failures.pop(step_id, None) if self._forced_failures else None
         if forced is not None:
-            event(_REJECTED, _FAILED, metadata={"reason": forced})
+            rejected(_FAILED, {"reason": forced})
             return CommitOutcome(ToolStatus.FAILED, None)
 
-        actual = self._state.version(namespace, resource_id)
+        actual = version
         if expected_version is not None and expected_version != actual:
-            event(
-                _REJECTED,
-                _CONFLICT,
-                metadata={"expected_version": expected_version, "actual_version": actual},
-            )
-            return CommitOutcome(ToolStatus.CONFLICT, self._state.get(namespace, resource_id))
+            rejected(_CONFLICT, {"expected_version": expected_version, "actual_version": actual})
+            return CommitOutcome(ToolStatus.CONFLICT, state.get(namespace, resource_id))
 
         if idempotency_key and idempotency_key in self._commit_keys:
-            event(_REJECTED, _REPLAY)
-            return CommitOutcome(
-                ToolStatus.IDEMPOTENT_REPLAY, self._state.get(namespace, resource_id)
-            )
+            rejected(_REPLAY)
+            return CommitOutcome(ToolStatus.IDEMPOTENT_REPLAY, state.get(namespace, resource_id))
 
-        mutation = self._state.mutate(namespace, resource_id, changes)
-        row = self._ledger.build(
-            seq=len(events),
-            effect_type=effect_type,
-            logical_operation_id=logical_operation_id,
-            idempotency_key=idempotency_key,
-            resource_ref=ref,
-            payload=args,
-            compensation_for=compensation_for,
+        mutation = state.mutate(namespace, resource_id, changes)
+        ledger = self._ledger
+        row, _ = ledger.append(
+            ledger.build(
+                seq=len(events),
+                effect_type=effect_type,
+                logical_operation_id=logical_operation_id,
+                idempotency_key=idempotency_key,
+                resource_ref=ref,
+                payload=args,
+                compensation_for=compensation_for,
+            )
         )
-        row, _ = self._ledger.append(row)
+        effect_id = row.effect_id
         if idempotency_key:
-            self._commit_keys[idempotency_key] = row.effect_id
-        event(
-            _COMMIT,
-            _COMMITTED,
-            {ref: actual},
-            {ref: version_of(mutation.after)},
-            {"effect_id": row.effect_id, "effect_type": effect_type},
+            self._commit_keys[idempotency_key] = effect_id
+        after = mutation.after
+        events.append(
+            _new(
+                TraceEvent,
+                (
+                    len(events),
+                    _COMMIT,
+                    "environment",
+                    tool_name,
+                    args,
+                    refs,
+                    {ref: actual},
+                    {ref: version_of(after)},
+                    logical_operation_id,
+                    idempotency_key,
+                    _COMMITTED,
+                    None,
+                    {"effect_id": effect_id, "effect_type": effect_type},
+                ),
+            )
         )
         ambiguous = False
         if faults.pending:
@@ -375,7 +393,6 @@ class Environment:
             self._fire(f"after_commit:{tool_name}:{ref}")
             ambiguous = self._fire(f"after_commit_before_response:{tool_name}:{ref}")
         status = _AMBIGUOUS if ambiguous else _COMMITTED_STATUS
-        after = mutation.after
         return _new(CommitOutcome, (status, copy_resource(after) if self._isolated else after))
 
     def status_check(self, idempotency_key: str) -> bool:
