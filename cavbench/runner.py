@@ -26,9 +26,11 @@ from cavbench.trace import (
     EpisodeStatus,
     EpisodeTrace,
     JSONObject,
+    fast_init,
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Episode:
     """One scored episode."""

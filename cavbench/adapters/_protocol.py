@@ -7,9 +7,10 @@ from typing import Protocol, runtime_checkable
 
 from cavbench.errors import CavBenchError
 from cavbench.runtime.session import AdapterSession
-from cavbench.trace import AgentTranscript, CompletionStatus, JSONObject
+from cavbench.trace import AgentTranscript, CompletionStatus, JSONObject, fast_init
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class AdapterResult:
     """What an adapter returns. Untrusted: only `completion_status` is ever read by the

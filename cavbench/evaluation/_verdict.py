@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from cavbench.scenarios import Dimension, Family
-from cavbench.trace import JSONObject
+from cavbench.trace import JSONObject, fast_init
 
 
 class DimensionStatus(StrEnum):
@@ -36,6 +36,7 @@ class FindingReason(StrEnum):
     RUN_ERROR = "run_error"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One invalid commit or failed check, with the evidence that produced it."""
@@ -83,6 +84,7 @@ class Finding:
 ALL_DIMENSIONS: tuple[Dimension, ...] = tuple(Dimension)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """The evaluator's verdict on one episode under one scoring rule."""

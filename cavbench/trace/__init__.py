@@ -1,6 +1,7 @@
 """Episode records shared by the runtime (writer), the evaluator and the tables (readers)."""
 
 from cavbench.trace._agent import AgentTranscript, MessageRecord, ModelCallRecord, StopReason
+from cavbench.trace._fast import fast_init
 from cavbench.trace._records import (
     JSON,
     TRACE_SCHEMA_VERSION,
@@ -34,5 +35,6 @@ __all__ = [
     "State",
     "StopReason",
     "TraceEvent",
+    "fast_init",
     "severity_of",
 ]

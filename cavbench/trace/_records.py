@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple, TypeAlias
 
 from cavbench.trace._agent import AgentTranscript, StopReason
+from cavbench.trace._fast import fast_init
 
 JSON: TypeAlias = bool | int | float | str | list["JSON"] | dict[str, "JSON"] | None
 JSONObject: TypeAlias = dict[str, JSON]
@@ -190,6 +191,7 @@ class LedgerRow(NamedTuple):
         )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class AdapterReport:
     """What the adapter said about its own run. Untrusted: the evaluator reads only
@@ -224,6 +226,7 @@ class AdapterReport:
         )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class EpisodeTrace:
     """Everything the environment recorded about one episode. Input to every scoring rule."""
