@@ -354,13 +354,13 @@ class Environment:
         ledger = self._ledger
         row, _ = ledger.append(
             ledger.build(
-                seq=len(events),
-                effect_type=effect_type,
-                logical_operation_id=logical_operation_id,
-                idempotency_key=idempotency_key,
-                resource_ref=ref,
-                payload=args,
-                compensation_for=compensation_for,
+                len(events),
+                effect_type,
+                logical_operation_id,
+                idempotency_key,
+                ref,
+                args,
+                compensation_for,
             )
         )
         effect_id = row.effect_id

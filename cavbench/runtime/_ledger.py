@@ -19,7 +19,6 @@ class Ledger:
 
     def build(
         self,
-        *,
         seq: int,
         effect_type: str,
         logical_operation_id: str,

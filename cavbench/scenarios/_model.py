@@ -282,7 +282,10 @@ class ScenarioView(BaseModel):
     def compiled(self, key: str, build: Callable[[ScenarioView], _T]) -> _T:
         """`build(self)`, computed once per view object (the baseline engine's compiled plan).
         An episode's isolated copy (`deep_copy`) starts without it and compiles its own."""
-        return _compiled(self, key, build)
+        try:  # the hot path: one lookup, no call
+            return self.__dict__[COMPILED][key]  # type: ignore[no-any-return]
+        except KeyError:
+            return _compiled(self, key, build)
 
     def __getstate__(self) -> dict[Any, Any]:
         return _state_without_compiled(self)
@@ -319,7 +322,10 @@ class Scenario(_Doc):
         """`build(self)`, computed once per scenario object and kept on it: what the runtime
         and the evaluator derive from a scenario for every episode (compiled predicates, the
         world's template) is derived once. Keys name the consumer (`"evaluation.oracle"`)."""
-        return _compiled(self, key, build)
+        try:  # the hot path: one lookup, no call
+            return self.__dict__[COMPILED][key]  # type: ignore[no-any-return]
+        except KeyError:
+            return _compiled(self, key, build)
 
     def __getstate__(self) -> dict[Any, Any]:
         return _state_without_compiled(self)

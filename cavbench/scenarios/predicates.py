@@ -134,14 +134,20 @@ CompiledPredicate = Callable[[Mapping[str, Any]], bool]
 """A predicate compiled once into a closure over its own fields (`compile_predicate`)."""
 
 
+_MAPPINGS: set[type] = {dict}
+"""Types known to be mappings (a set lookup instead of an ABC `isinstance` per hop)."""
+
+
 def _resolver(path: str) -> Callable[[Mapping[str, Any]], Any]:
     keys = tuple(path.split("."))
 
     def resolve(context: Mapping[str, Any]) -> Any:
         node: Any = context
         for key in keys:
-            if type(node) is not dict and not isinstance(node, Mapping):
-                return MISSING
+            if type(node) not in _MAPPINGS:
+                if not isinstance(node, Mapping):
+                    return MISSING
+                _MAPPINGS.add(type(node))
             node = node.get(key, MISSING)
             if node is MISSING:
                 return MISSING
