@@ -60,6 +60,8 @@ def _digests(directory: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir())}
 
 
+@pytest.mark.slow  # draws every figure in three formats; the fast suite's analyze test
+# (tests/pipelines/test_analyze.py::test_writes_every_output) writes them all too
 def test_every_figure_writes_three_formats_and_its_numbers(
     plots: list[Plot], tmp_path: Path
 ) -> None:

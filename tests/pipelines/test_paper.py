@@ -48,6 +48,8 @@ def test_regenerates_figures_tables_and_manifest(regenerated: Path) -> None:
     assert "0.675 (27/40)" in headline
 
 
+@pytest.mark.slow  # regenerates everything once more; CI runs `pipelines.paper --check` on the
+# real artifacts, and the fast tests below check each verdict of the comparison
 def test_check_passes_on_an_untouched_output(artifacts_dir: Path, regenerated: Path) -> None:
     report = paper.check(artifacts_dir, regenerated, verify=False)
     assert report.ok

@@ -64,12 +64,14 @@ def holds(predicate: Predicate, context: dict[str, Any]) -> bool:
     try:
         answer = evaluate_predicate(predicate, context)
     except PredicateError as exc:
-        with pytest.raises(PredicateError) as again:
-            compiled(context)
-        assert str(again.value) == str(exc)
-        raise
-    assert compiled(context) is answer
-    return answer
+        message = str(exc)
+    else:
+        assert compiled(context) is answer
+        return answer
+    with pytest.raises(PredicateError) as again:
+        compiled(context)
+    assert str(again.value) == message
+    raise again.value
 
 
 # -- paths --------------------------------------------------------------------------------------

@@ -113,6 +113,8 @@ class _Killed(BaseException):
     """Stands in for SIGKILL: not an Exception, so the job cannot record a failure."""
 
 
+@pytest.mark.slow  # eight cells; the fast suite keeps the skip of a complete cell
+# (tests/sweep/test_job.py::test_a_complete_cell_is_skipped_on_the_second_run)
 def test_an_interrupted_sweep_resumes_to_the_same_tables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
