@@ -284,3 +284,28 @@ def test_a_copied_scenario_gets_its_own_view() -> None:
     clone = original.model_copy(update={"id": "CLONE-1"})
     assert clone.view().id == "CLONE-1"
     assert original.view().id == original.id
+
+
+def test_compiled_structures_are_built_once_and_never_travel_to_a_copy() -> None:
+    import pickle
+
+    from cavbench.scenarios import deep_copy, load_pack
+
+    scenario = load_pack("core-v1").scenarios[0].model_copy()
+    builds: list[object] = []
+
+    def build(s: object) -> object:
+        builds.append(s)
+        return lambda: None  # a closure, as the compiled structures are: not picklable
+
+    first = scenario.compiled("test", build)
+    assert scenario.compiled("test", build) is first
+    assert builds == [scenario]
+    view = scenario.view()
+    view.compiled("test", build)
+    again = pickle.loads(pickle.dumps(scenario))  # a sweep's worker receives scenarios
+    assert again == scenario
+    assert again.compiled("test", build) is not first
+    assert scenario.model_copy(update={"id": "other"}).compiled("test", build) is not first
+    assert deep_copy(view).compiled("test", build) is not view.compiled("test", build)
+    assert len(builds) == 5
