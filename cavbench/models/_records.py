@@ -61,7 +61,11 @@ class Message(_Record):
 
     def as_openai(self) -> dict[str, Any]:
         """The message as the Chat Completions API takes it."""
-        out: dict[str, Any] = {"role": self.role.value, "content": self.content}
+        out: dict[str, Any] = {"role": self.role.value}
+        # The API allows `content` to be left out of an assistant turn that only calls tools;
+        # an explicit null is refused by some servers (llama.cpp's checks it is a string).
+        if self.content is not None or not self.tool_calls:
+            out["content"] = self.content
         if self.tool_calls:
             out["tool_calls"] = [
                 {

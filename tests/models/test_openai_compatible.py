@@ -78,6 +78,9 @@ def test_tool_calls_drive_an_episode_through_the_sdk() -> None:
     assert [t["function"]["name"] for t in sent[0]["tools"]][:2] == ["get_payment", "issue_refund"]
     # Said explicitly: llama.cpp's server reads a missing tool_choice as "none".
     assert {r["tool_choice"] for r in sent} == {"auto"}
+    assistant = sent[1]["messages"][-2]
+    assert assistant["role"] == "assistant"
+    assert "content" not in assistant  # left out, not null: llama.cpp refuses a null content
     tool_message = sent[1]["messages"][-1]
     assert tool_message["role"] == "tool"
     assert tool_message["tool_call_id"] == "call_0"
