@@ -8,6 +8,7 @@ import json
 
 from cavbench.adapters import Profile, baseline
 from cavbench.agents import (
+    MAX_STRING_CHARS,
     Budgets,
     LLMAdapter,
     OpIdSource,
@@ -75,7 +76,7 @@ def test_invented_tool_is_derived_from_the_plan() -> None:
     ]
     params = tools["frobnicate_gizmo"].schema.parameters
     assert params["required"] == ["gizmo_id", "reason"]
-    assert params["properties"]["reason"] == {"type": "string"}  # type: ignore[index]
+    assert params["properties"]["reason"] == {"type": "string", "maxLength": MAX_STRING_CHARS}  # type: ignore[index]
 
 
 def test_invented_tool_reaches_each_profile_verdict() -> None:

@@ -141,6 +141,11 @@ def test_a_correct_refund_takes_the_plan_steps_effect_and_passes() -> None:
             "Additional properties",
         ),
         (_call("get_payment", {"payment_id": "P-404"}), ToolErrorKind.REFUSED, "no such resource"),
+        (
+            _call("issue_refund", {"payment_id": "P-9001", "amount": 20, "reason": "x" * 1001}),
+            ToolErrorKind.INVALID_ARGUMENTS,
+            "is too long",
+        ),
     ],
 )
 def test_a_bad_tool_call_gets_a_rendered_error_not_a_crash(

@@ -80,7 +80,7 @@ def test_tool_calls_drive_an_episode_through_the_sdk() -> None:
     assert {r["tool_choice"] for r in sent} == {"auto"}
     assistant = sent[1]["messages"][-2]
     assert assistant["role"] == "assistant"
-    assert "content" not in assistant  # left out, not null: llama.cpp refuses a null content
+    assert assistant["content"] == ""  # not null: llama.cpp's server requires a string
     tool_message = sent[1]["messages"][-1]
     assert tool_message["role"] == "tool"
     assert tool_message["tool_call_id"] == "call_0"
