@@ -186,7 +186,7 @@ def test_text_sensitive_agent_shows_the_known_error_style_effect(tmp_path: Path)
         assert row["reading"] == f"{level} lower than cavbench"
     # Its reliability counters: every scenario with a write (32) has the one invalid first
     # write under each level; the retries of it (and ER-08's second, full_lifecycle's own
-    # retry after a timeout) happen only where the error names the tool.
+    # retry after a version conflict) happen only where the error names the tool.
     totals = episodes.group_by("harness_error_style").agg(
         pl.col("n_invalid_tool_calls").sum(), pl.col("n_retries").sum()
     )
@@ -198,7 +198,9 @@ def test_text_sensitive_agent_shows_the_known_error_style_effect(tmp_path: Path)
     }
     effects = _effects(tmp_path / "h").frame
     retries = {r["level"]: r for r in effects.filter(pl.col("measure") == "retries").to_dicts()}
-    assert retries["mcp_sdk"]["difference"] == 0.0
+    mcp_sdk = effects.filter(pl.col("level") == "mcp_sdk")
+    assert mcp_sdk.height == 7  # OSR, CVSR, VG, PAVG, turns, invalid_tool_calls, retries
+    assert mcp_sdk.get_column("difference").to_list() == [0.0] * 7
     for level in ("tau2", "terse"):
         row = retries[level]
         assert (row["n_pairs"], row["level_higher"], row["baseline_higher"]) == (40, 0, 32)
