@@ -19,11 +19,11 @@ from cavbench.agents import (
     resolve_write,
     unoffered,
 )
+from cavbench.controls import profile_scripts
 from cavbench.evaluation import evaluate
 from cavbench.models import ScriptedModel, turns_script
 from cavbench.runner import Episode, run_episode, verdict_row
 from cavbench.scenarios import Scenario, load_pack, parse_scenario
-from tests.agents.profile_script import profile_scripts
 from tests.agents.test_parity import ROOT, _normalise, _parity, _rows
 
 NETOPS_GOLDEN = ROOT / "tests" / "golden" / "netops-v1.expected.csv"
