@@ -106,8 +106,8 @@ RELIABILITY_MEASURES: tuple[Measure, ...] = (
     Measure("turn_limit", MeasureKind.MEAN, column="stop_reason", equals="max_turns"),
 )
 """Trajectory-reliability measures, reported when the episodes carry their columns (the LLM
-adapter's `episodes` columns; `n_invalid_tool_calls` and `n_retries` are the names expected
-for counters it does not write yet; deterministic profiles have none of them)."""
+adapter's `episodes` columns, `n_invalid_tool_calls` and `n_retries` defined in
+docs/llm-agents.md; null for the deterministic profiles, so never reported for them)."""
 
 EFFECT_COLUMNS: tuple[str, ...] = (
     "factor",

@@ -86,6 +86,8 @@ RECORD_COLUMNS: frozenset[str] = frozenset(
         "cost_usd",
         "stop_reason",
         "op_id_source",
+        "n_invalid_tool_calls",
+        "n_retries",
     }
 )
 """Every `episodes` column the sweep writes that is not a swept factor (mirrors the sweep's

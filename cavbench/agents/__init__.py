@@ -9,6 +9,7 @@ from cavbench.agents._factory import llm_adapter
 from cavbench.agents._render import DEFAULT_RENDERER, Renderer, ToolErrorKind
 from cavbench.agents._tools import (
     ID_PARAMS,
+    MAX_STRING_CHARS,
     WRITE_SPECS,
     OfferedTool,
     OpIdSource,
@@ -22,6 +23,7 @@ from cavbench.agents._tools import (
 )
 
 __all__ = [
+    "MAX_STRING_CHARS",
     "ADAPTER_VERSION",
     "DEFAULT_RENDERER",
     "ID_PARAMS",

@@ -5,7 +5,8 @@ offer the scenario's tools, and ask the model for a turn until it calls `report_
 answers with text only, or a budget (turns, tokens, wall clock) runs out. Every tool result
 and every bad call (unknown tool, malformed or invalid arguments, a refused call) goes back
 to the model through the one `Renderer`. Nothing the model sends can crash the episode; an
-infrastructure failure that survives the model's retries ends it as `infra_error`.
+infrastructure failure that survives the model's retries ends it as `infra_error`. The
+episode's invalid tool calls and retries are counted on the way (`_reliability`).
 
 The adapter keeps no state between episodes, so one instance serves concurrent episodes.
 """
@@ -22,6 +23,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from cavbench.adapters import AdapterResult
+from cavbench.agents._reliability import TOOK_EFFECT, ReliabilityCounts, WriteAttempt
 from cavbench.agents._render import DEFAULT_RENDERER, Renderer, ToolErrorKind
 from cavbench.agents._tools import (
     KEY_ARG,
@@ -33,7 +35,7 @@ from cavbench.agents._tools import (
     resolve_write,
     unoffered,
 )
-from cavbench.errors import CavBenchError, ModelInfraError, ModelRequestError
+from cavbench.errors import CavBenchError, ModelInfraError, ModelRequestError, ToolCallError
 from cavbench.models import (
     AssistantTurn,
     ChatModel,
@@ -86,6 +88,17 @@ class _Episode:
     cost: float | None = None
     reported: tuple[str, str] | None = None
     error: str | None = None
+    counts: ReliabilityCounts = field(default_factory=ReliabilityCounts)
+
+
+@dataclass(slots=True)
+class _Seen:
+    """What the adapter saw of one tool call, for the reliability counters."""
+
+    invalid: bool = False
+    resource: tuple[str, str] | None = None
+    operation: str | None = None
+    took_effect: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,8 +226,20 @@ class LLMAdapter:
 
     # -- one tool call = one facade call ------------------------------------------------------
     def _dispatch(self, ep: _Episode, call: ToolCall) -> str:
+        seen = _Seen()
+        text = self._carry_out(ep, call, seen)
+        if seen.invalid:
+            ep.counts.invalid_tool_calls += 1
+        tool = ep.tools.get(call.name)
+        if tool is not None and tool.kind is ToolKind.WRITE:
+            attempt = WriteAttempt(tool.name, seen.resource, seen.operation)
+            ep.counts.write(attempt, took_effect=seen.took_effect)
+        return text
+
+    def _carry_out(self, ep: _Episode, call: ToolCall, seen: _Seen) -> str:
         render = self.renderer
         tool = ep.tools.get(call.name)
+        seen.invalid = True  # until the call reaches the world
         if tool is None:
             detail = render.unknown_tool_detail(list(ep.tools))
             return render.tool_error(ToolErrorKind.UNKNOWN_TOOL, call.name, detail)
@@ -228,18 +253,25 @@ class LLMAdapter:
             return render.tool_error(
                 ToolErrorKind.MALFORMED_ARGUMENTS, call.name, "arguments must be a JSON object"
             )
+        seen.resource = tool.resource(args)
         problem = best_match(ep.validators[call.name].iter_errors(args))
         if problem is not None:
             where = "/".join(str(p) for p in problem.absolute_path)
             detail = f"{where}: {problem.message}" if where else problem.message
             return render.tool_error(ToolErrorKind.INVALID_ARGUMENTS, call.name, detail)
         try:
-            result = self._execute(ep, tool, args)
+            result = self._execute(ep, tool, args, seen)
         except CavBenchError as exc:  # the world refused (an unknown resource, say)
+            # Only the facade's refusal of unrecordable arguments makes the call invalid.
+            seen.invalid = isinstance(exc, ToolCallError)
             return render.tool_error(ToolErrorKind.REFUSED, call.name, str(exc))
+        seen.invalid = False
+        seen.took_effect = result.status in TOOK_EFFECT
         return render.tool_result(call.name, result)
 
-    def _execute(self, ep: _Episode, tool: OfferedTool, args: Mapping[str, Any]) -> ToolResult:
+    def _execute(
+        self, ep: _Episode, tool: OfferedTool, args: Mapping[str, Any], seen: _Seen
+    ) -> ToolResult:
         session = ep.session
         facade = session.tools
         match tool.kind:
@@ -249,8 +281,9 @@ class LLMAdapter:
             case ToolKind.WRITE:
                 target = tool.resource(args)
                 if target is None:  # the schema's oneOf already requires exactly one
-                    raise CavBenchError("name exactly one resource")
+                    raise ToolCallError("name exactly one resource")
                 write = resolve_write(session.scenario, tool, target[0], target[1], args)
+                seen.operation = write.logical_operation_id
                 key = (
                     args.get(KEY_ARG)
                     if self.op_ids is OpIdSource.MODEL
@@ -296,6 +329,8 @@ class LLMAdapter:
             stop_reason=stop,
             op_id_source=self.op_ids.value,
             calls=tuple(ep.calls),
+            n_invalid_tool_calls=ep.counts.invalid_tool_calls,
+            n_retries=ep.counts.retries,
             messages=tuple(
                 MessageRecord(
                     index=i,

@@ -92,7 +92,9 @@ class Renderer:
         if policy.max_amount is not None:
             lines.append(self.max_amount.format(max_amount=policy.max_amount))
         if policy.allowed_item_ids is not None:
-            lines.append(self.items.format(item_ids=", ".join(policy.allowed_item_ids)))
+            # A set: sorted, so the text (and the request digest) is the same in every process.
+            item_ids = sorted(str(i) for i in policy.allowed_item_ids)
+            lines.append(self.items.format(item_ids=", ".join(item_ids)))
         if policy.ambiguous_reference:
             lines.append(
                 self.ambiguous.format(candidates=", ".join(policy.candidate_resources) or "unknown")

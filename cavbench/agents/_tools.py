@@ -76,10 +76,15 @@ KEY_ARG = "idempotency_key"
 VERSION_ARG = "expected_version"
 CONTROL_ARGS = frozenset({KEY_ARG, VERSION_ARG})
 
-_STR: dict[str, JSON] = {"type": "string"}
+MAX_STRING_CHARS = 1000
+"""Every string argument is bounded: a longer one is refused as a tool error, and a server that
+constrains generation by the schema (llama.cpp's grammars, which ignore `max_tokens` for tool
+arguments) stops a runaway argument at the bound instead of filling its context window."""
+MAX_ITEMS = 100
+_STR: dict[str, JSON] = {"type": "string", "maxLength": MAX_STRING_CHARS}
 _NUM: dict[str, JSON] = {"type": "number"}
 _INT: dict[str, JSON] = {"type": "integer"}
-_STRS: dict[str, JSON] = {"type": "array", "items": {"type": "string"}}
+_STRS: dict[str, JSON] = {"type": "array", "items": _STR, "maxItems": MAX_ITEMS}
 
 Changes = Callable[[Mapping[str, Any], ScenarioView], dict[str, JSON]]
 
@@ -248,7 +253,7 @@ def _write_tool(name: str, spec: WriteSpec, ids: OpIdSource) -> OfferedTool:
     }
     if ids is OpIdSource.MODEL:
         properties[KEY_ARG] = {
-            "type": "string",
+            **_STR,
             "description": "Reuse the same key when retrying the same operation.",
         }
     required = (params[0], *spec.required) if len(params) == 1 else spec.required
@@ -320,9 +325,9 @@ def _json_type(value: object) -> dict[str, JSON]:
     if isinstance(value, float):
         return {"type": "number"}
     if isinstance(value, str):
-        return {"type": "string"}
+        return _STR
     if isinstance(value, list):
-        return {"type": "array"}
+        return {"type": "array", "maxItems": MAX_ITEMS}
     if isinstance(value, dict):
         return {"type": "object"}
     return {}

@@ -94,6 +94,10 @@ class OpenAICompatibleModel:
         }
         if request.tools:
             kwargs["tools"] = [t.as_openai() for t in request.tools]
+            # "auto" is the API's documented default when tools are given, so it changes nothing
+            # for OpenAI or vLLM; servers that read a missing tool_choice as "none" (llama.cpp's
+            # chatml-function-calling leaves the tools out of the prompt) need it said.
+            kwargs["tool_choice"] = "auto"
         if request.settings.top_p is not None:
             kwargs["top_p"] = request.settings.top_p
         if request.settings.max_tokens is not None:

@@ -61,7 +61,10 @@ class Message(_Record):
 
     def as_openai(self) -> dict[str, Any]:
         """The message as the Chat Completions API takes it."""
-        out: dict[str, Any] = {"role": self.role.value, "content": self.content}
+        # A tools-only assistant turn is sent with an empty string, not null: the API takes
+        # either, but llama.cpp's server requires a string (its check and its chat template).
+        content = "" if self.content is None and self.tool_calls else self.content
+        out: dict[str, Any] = {"role": self.role.value, "content": content}
         if self.tool_calls:
             out["tool_calls"] = [
                 {

@@ -24,16 +24,17 @@ from __future__ import annotations
 import logging
 import sys
 import traceback
-from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from cavbench.adapters import ExecutionAdapter
@@ -137,6 +138,7 @@ class CellPlan:
                 f"seeds: start={seeds.start} count={seeds.count} repetitions={seeds.repetitions}: "
                 "need start >= 0, count >= 1 and repetitions >= 1"
             )
+        _check_no_missing(cfg)
         config = job_config(cfg)
         factory = config["adapter"].get("factory") or {}
         if "_target_" not in factory:
@@ -179,6 +181,43 @@ class CellResult:
     skipped: bool
     n_episodes: int
     n_errors: int
+
+
+_In = TypeVar("_In")
+_Out = TypeVar("_Out")
+
+WINDOW_PER_WORKER = 4
+"""Episodes submitted ahead of the oldest unfinished one, per worker thread: enough to keep every
+worker busy while a slow episode blocks the in-order output, and few enough that finished
+episodes waiting behind it never pile up (memory stays flat at any cell size)."""
+
+
+def ordered_map(
+    pool: ThreadPoolExecutor, fn: Callable[[_In], _Out], items: Iterable[_In], window: int
+) -> Iterator[_Out]:
+    """`pool.map(fn, items)` with at most `window` items submitted and not yet yielded.
+
+    `Executor.map` submits every item at once, so the results finished behind one slow episode
+    stay in memory until it ends; this keeps a bounded sliding window instead."""
+    pending: deque[Future[_Out]] = deque()
+    for item in items:
+        pending.append(pool.submit(fn, item))
+        if len(pending) >= window:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
+def _check_no_missing(cfg: DictConfig) -> None:
+    """A mandatory value left at `???` (e.g. `model.name`) is a ConfigError naming the key."""
+    ignored = ("output.", "hydra.", "prereg.")
+    missing = sorted(k for k in OmegaConf.missing_keys(cfg) if not k.startswith(ignored))
+    if missing:
+        example = missing[0]
+        raise ConfigError(
+            f"config: mandatory value(s) not set: {', '.join(missing)} "
+            f"(fix: give each on the command line, e.g. {example}=VALUE, or in an experiment file)"
+        )
 
 
 def episode_seconds(cfg: DictConfig) -> float | None:
@@ -453,12 +492,13 @@ def _run(plan: CellPlan, manifest: CellManifest) -> CellManifest:
 
         with relaxed_gc():
             if plan.max_concurrency > 1:
-                # I/O-bound adapters (model calls): episodes run in threads; `map` yields in
-                # input order, so the tables are the same as a serial run's.
-                # The bar counts finished episodes (map submits all inputs at once).
+                # I/O-bound adapters (model calls): episodes run in threads and are yielded in
+                # input order, so the tables are the same as a serial run's. The bar counts
+                # finished episodes.
                 with ThreadPoolExecutor(plan.max_concurrency, thread_name_prefix="episode") as pool:
                     try:
-                        for key, trace, verdict in pool.map(one, bar.iterable):
+                        window = WINDOW_PER_WORKER * plan.max_concurrency
+                        for key, trace, verdict in ordered_map(pool, one, bar.iterable, window):
                             add(key, trace, verdict)
                             bar.update()
                     except BaseException:

@@ -88,6 +88,8 @@ def agent_fields(trace: EpisodeTrace) -> dict[str, Any]:
         "cost_usd": agent.cost_usd,
         "stop_reason": agent.stop_reason.value,
         "op_id_source": agent.op_id_source,
+        "n_invalid_tool_calls": agent.n_invalid_tool_calls,
+        "n_retries": agent.n_retries,
     }
 
 
@@ -100,6 +102,8 @@ _AGENT_COLUMNS = (
     "cost_usd",
     "stop_reason",
     "op_id_source",
+    "n_invalid_tool_calls",
+    "n_retries",
 )
 
 

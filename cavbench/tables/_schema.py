@@ -13,7 +13,7 @@ from enum import StrEnum
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 """Version of the table layout below (and of the manifests that describe the files)."""
 
 
@@ -109,6 +109,8 @@ SCHEMAS: Mapping[Table, pa.Schema] = {
             _opt("cost_usd", _F64),
             _opt("stop_reason", _STR),
             _opt("op_id_source", _STR),
+            _opt("n_invalid_tool_calls", _I64),
+            _opt("n_retries", _I64),
         ]
     ),
     Table.VERDICTS: pa.schema(

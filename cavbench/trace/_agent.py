@@ -78,3 +78,10 @@ class AgentTranscript:
     messages: tuple[MessageRecord, ...] = ()
     error: str | None = None
     """What ended the episode early (infra or request error), else None."""
+    n_invalid_tool_calls: int | None = None
+    """Tool calls refused before they acted on the world (unknown tool, arguments not JSON,
+    failing the tool's schema, or refused by the facade as unrecordable); None for an
+    adapter that does not count them (never a guessed 0)."""
+    n_retries: int | None = None
+    """Write-tool calls repeating an earlier write of the same operation that did not take
+    effect (definitions: `cavbench.agents._reliability`, docs/llm-agents.md); None as above."""

@@ -8,6 +8,7 @@ import json
 
 from cavbench.adapters import Profile, baseline
 from cavbench.agents import (
+    MAX_STRING_CHARS,
     Budgets,
     LLMAdapter,
     OpIdSource,
@@ -18,11 +19,11 @@ from cavbench.agents import (
     resolve_write,
     unoffered,
 )
+from cavbench.controls import profile_scripts
 from cavbench.evaluation import evaluate
 from cavbench.models import ScriptedModel, turns_script
 from cavbench.runner import Episode, run_episode, verdict_row
 from cavbench.scenarios import Scenario, load_pack, parse_scenario
-from tests.agents.profile_script import profile_scripts
 from tests.agents.test_parity import ROOT, _normalise, _parity, _rows
 
 NETOPS_GOLDEN = ROOT / "tests" / "golden" / "netops-v1.expected.csv"
@@ -75,7 +76,7 @@ def test_invented_tool_is_derived_from_the_plan() -> None:
     ]
     params = tools["frobnicate_gizmo"].schema.parameters
     assert params["required"] == ["gizmo_id", "reason"]
-    assert params["properties"]["reason"] == {"type": "string"}  # type: ignore[index]
+    assert params["properties"]["reason"] == {"type": "string", "maxLength": MAX_STRING_CHARS}  # type: ignore[index]
 
 
 def test_invented_tool_reaches_each_profile_verdict() -> None:

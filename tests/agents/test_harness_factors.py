@@ -32,17 +32,17 @@ from cavbench.agents._harness import (
     levels,
     load_level,
 )
+from cavbench.controls import lifecycle_turns
 from cavbench.errors import ConfigError
 from cavbench.models import AssistantTurn, ChatRequest, ScriptedModel, scripted_turn
 from cavbench.runner import run_episode
 from cavbench.runtime import READ_TOOLS
 from cavbench.scenarios import load_pack
 from cavbench.study import compose, run_cell
-from tests.agents.scripts import lifecycle_turns
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = BootstrapConfig(n_resamples=400, seed=0)
-SCRIPTED = ["model=scripted", "model.function=tests.agents.scripts:text_sensitive"]
+SCRIPTED = ["model=scripted", "model.function=cavbench.controls:text_sensitive"]
 
 
 def test_every_group_file_names_its_asset_and_digest() -> None:
@@ -119,7 +119,7 @@ def test_an_unknown_level_is_a_config_error_naming_the_known_ones() -> None:
 
 
 def test_llm_adapter_renders_the_level_and_wording_still_wins() -> None:
-    model = {"kind": "scripted", "function": "tests.agents.scripts:text_sensitive"}
+    model = {"kind": "scripted", "function": "cavbench.controls:text_sensitive"}
     adapter = llm_adapter(model, factors={"harness_error_style": "tau2", "other": 1})
     assert adapter.renderer.error == "Error: {detail}"
     adapter = llm_adapter(
@@ -184,6 +184,32 @@ def test_text_sensitive_agent_shows_the_known_error_style_effect(tmp_path: Path)
         assert row["difference"] == pytest.approx(-21 / 40)
         assert row["ci_high"] < 0
         assert row["reading"] == f"{level} lower than cavbench"
+    # Its reliability counters: every scenario with a write (32) has the one invalid first
+    # write under each level; the retries of it (and ER-08's second, full_lifecycle's own
+    # retry after a version conflict) happen only where the error names the tool.
+    totals = episodes.group_by("harness_error_style").agg(
+        pl.col("n_invalid_tool_calls").sum(), pl.col("n_retries").sum()
+    )
+    assert {tuple(r) for r in totals.iter_rows()} == {
+        ("cavbench", 32, 33),
+        ("mcp_sdk", 32, 33),
+        ("tau2", 32, 0),
+        ("terse", 32, 0),
+    }
+    effects = _effects(tmp_path / "h").frame
+    retries = {r["level"]: r for r in effects.filter(pl.col("measure") == "retries").to_dicts()}
+    mcp_sdk = effects.filter(pl.col("level") == "mcp_sdk")
+    assert mcp_sdk.height == 7  # OSR, CVSR, VG, PAVG, turns, invalid_tool_calls, retries
+    assert mcp_sdk.get_column("difference").to_list() == [0.0] * 7
+    for level in ("tau2", "terse"):
+        row = retries[level]
+        assert (row["n_pairs"], row["level_higher"], row["baseline_higher"]) == (40, 0, 32)
+        assert row["difference"] == pytest.approx(-33 / 40)
+        assert row["ci_high"] < 0
+        assert row["reading"] == f"{level} lower than cavbench"
+    invalid = effects.filter(pl.col("measure") == "invalid_tool_calls")
+    assert invalid.get_column("difference").to_list() == [0.0] * 3
+    assert set(invalid.get_column("reading")) == {NO_DETECTED_DIFFERENCE}
 
 
 def test_deterministic_profiles_give_exactly_zero_under_the_real_groups(tmp_path: Path) -> None:
@@ -248,7 +274,7 @@ def test_the_model_reads_the_chosen_levels() -> None:
     }
     adapter = replace(
         llm_adapter(
-            {"kind": "scripted", "function": "tests.agents.scripts:text_sensitive"}, factors=factors
+            {"kind": "scripted", "function": "cavbench.controls:text_sensitive"}, factors=factors
         ),
         model=ScriptedModel(script),
         budgets=Budgets(max_turns=2, max_tokens=None, wall_clock_s=None),

@@ -70,6 +70,7 @@ def test_a_tiny_local_model_runs_core_v1_scenarios_end_to_end(
                 "scenarios.ids=[HP-01,ER-02]",
                 "seeds.repetitions=1",
                 "adapter.factory.max_turns=3",
+                "model.temperature=0.0",
                 f"model.cache.path={tmp_path / 'cache.sqlite'}",
                 f"output.root={tmp_path}",
                 "output.progress=false",
@@ -82,6 +83,12 @@ def test_a_tiny_local_model_runs_core_v1_scenarios_end_to_end(
     (cell,) = cell_dirs(tmp_path / "local_llm")
     episodes = pq.read_table(cell / "episodes.parquet").to_pylist()
     calls = pq.read_table(cell / "model_calls.parquet").to_pylist()
+    messages = pq.read_table(cell / "messages.parquet").to_pylist()
     assert result.n_episodes == 2
-    assert all(e["stop_reason"] is not None for e in episodes)
+    assert result.n_errors == 0
+    assert all(e["status"] == "completed" and e["stop_reason"] is not None for e in episodes)
     assert len(calls) >= 2
+    assert all(c["error_class"] is None for c in calls)
+    # The tools reached the model (llama.cpp needs tool_choice said) and its calls the world.
+    assert any(c["finish_reason"] == "tool_calls" for c in calls)
+    assert any(m["role"] == "tool" for m in messages)

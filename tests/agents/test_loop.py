@@ -4,6 +4,9 @@ calls rendered as tool errors, stop conditions, op-id sources."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -141,6 +144,11 @@ def test_a_correct_refund_takes_the_plan_steps_effect_and_passes() -> None:
             "Additional properties",
         ),
         (_call("get_payment", {"payment_id": "P-404"}), ToolErrorKind.REFUSED, "no such resource"),
+        (
+            _call("issue_refund", {"payment_id": "P-9001", "amount": 20, "reason": "x" * 1001}),
+            ToolErrorKind.INVALID_ARGUMENTS,
+            "is too long",
+        ),
     ],
 )
 def test_a_bad_tool_call_gets_a_rendered_error_not_a_crash(
@@ -294,3 +302,23 @@ def test_the_wording_of_results_and_errors_comes_from_the_renderer() -> None:
     _, texts = _run([turn, REPORT], renderer=renderer)
     assert texts[0] == "E:unknown_tool:nope"
     assert texts[1].startswith('R:get_payment:{"data":')
+
+
+def test_the_policy_document_is_the_same_text_in_every_process() -> None:
+    # allowed item ids are a set: their text must not follow the process's string hashing.
+    code = (
+        "from cavbench.agents import DEFAULT_RENDERER as R; from cavbench.scenarios import "
+        "load_pack; print(R.policy_document(load_pack('core-v1').get('ER-08').view()))"
+    )
+    texts = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(texts) == 1
+    assert "Only these items are in scope: I-1, I-2, I-3." in texts.pop()

@@ -10,11 +10,11 @@ import pytest
 
 from cavbench.adapters import BASELINE_PROFILES, Profile
 from cavbench.agents import Budgets, LLMAdapter
+from cavbench.controls import profile_scripts
 from cavbench.evaluation import evaluate
 from cavbench.models import ScriptedModel, turns_script
 from cavbench.runner import Episode, run_episode, verdict_row
 from cavbench.scenarios import ScenarioPack, load_pack, load_pack_dir
-from tests.agents.profile_script import profile_scripts
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "core-v1.expected.csv"

@@ -59,9 +59,12 @@ def test_a_sweep_writes_model_calls_and_messages_and_replays_identically(tmp_pat
     assert (recorded.n_episodes, len(calls), len(messages)) == (5, 10, 5 * 6)
     assert {e["status"] for e in episodes} == {"completed"}
     assert {e["model_name"] for e in episodes} == {"fake-model"}
-    assert {(e["model_turns"], e["prompt_tokens"], e["stop_reason"]) for e in episodes} == {
-        (2, 200, "report_outcome")
-    }
+    assert {
+        (e["model_turns"], e["prompt_tokens"], e["stop_reason"], e["n_invalid_tool_calls"])
+        for e in episodes
+    } == {(2, 200, "report_outcome", 1)}
+    # The probe reads with no arguments: an invalid call, and no write to retry.
+    assert {e["n_retries"] for e in episodes} == {0}
     replay = ["model=replay", f"model.sweep_dir={tmp_path / 'a' / 'llm'}"]
     run_cell(_config(tmp_path / "b", *replay))
     (again,) = cell_dirs(tmp_path / "b" / "llm")

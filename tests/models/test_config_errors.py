@@ -81,3 +81,17 @@ def test_bad_adapter_options_are_config_errors() -> None:
         llm_adapter(
             {"kind": "scripted", "function": "tests.agents.scripts:probe_then_report"}, max_turns=0
         )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (["adapter=llm", "model=openai_compatible"], "model.name"),
+        (["adapter=llm", "model=replay"], "model.sweep_dir"),
+    ],
+)
+def test_a_mandatory_model_value_left_unset_is_a_config_error(
+    overrides: list[str], key: str
+) -> None:
+    with pytest.raises(ConfigError, match=rf"not set: {key} \(fix: .*{key}=VALUE"):
+        CellPlan.from_config(compose(overrides))

@@ -76,6 +76,11 @@ def test_tool_calls_drive_an_episode_through_the_sdk() -> None:
     )
     assert trace.final_state["payment"]["P-9001"]["refunded"] == 20
     assert [t["function"]["name"] for t in sent[0]["tools"]][:2] == ["get_payment", "issue_refund"]
+    # Said explicitly: llama.cpp's server reads a missing tool_choice as "none".
+    assert {r["tool_choice"] for r in sent} == {"auto"}
+    assistant = sent[1]["messages"][-2]
+    assert assistant["role"] == "assistant"
+    assert assistant["content"] == ""  # not null: llama.cpp's server requires a string
     tool_message = sent[1]["messages"][-1]
     assert tool_message["role"] == "tool"
     assert tool_message["tool_call_id"] == "call_0"
@@ -177,3 +182,11 @@ def test_the_cache_answers_repeats_and_offline_misses_are_errors(
         assert len(server.requests) == calls  # offline: never called
         offline.close()
     assert '"seed":9' in caplog.text  # the miss logs the key's inputs
+
+
+def test_a_request_without_tools_sends_no_tool_choice() -> None:
+    with FakeChatServer() as server:
+        _model(server).complete(REQUEST)
+        (sent,) = server.requests
+    assert "tools" not in sent
+    assert "tool_choice" not in sent

@@ -1,4 +1,4 @@
-"""A fresh ablation sweep reproduces the frozen tables under artifacts/ablation exactly."""
+"""A fresh sweep reproduces each frozen study's tables under artifacts/ exactly."""
 
 from __future__ import annotations
 
@@ -10,24 +10,36 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FROZEN = ROOT / "artifacts" / "ablation" / "manifest.json"
 
 pytestmark = pytest.mark.slow
 
 
-def test_fresh_ablation_sweep_matches_the_frozen_table_checksums(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("experiment", "folder"),
+    [
+        ("ablation", "ablation"),
+        ("harness_control", "harness-control"),
+        # A model-driven study: its messages and request digests must not depend on the
+        # process (string hashing once reordered a rendered set).
+        ("harness_text_sensitive", "harness-text-sensitive"),
+    ],
+)
+def test_a_fresh_sweep_matches_the_frozen_table_checksums(
+    tmp_path: Path, experiment: str, folder: str
+) -> None:
+    # From the repository root: a registered plan's path is relative to it.
     subprocess.run(
         [
             sys.executable,
             "-m",
             "cavbench.sweep",
             "-m",
-            "experiment=ablation",
+            f"experiment={experiment}",
             f"output.root={tmp_path}",
         ],
         check=True,
         capture_output=True,
-        cwd=tmp_path,
+        cwd=ROOT,
     )
     out = tmp_path / "collected"
     subprocess.run(
@@ -36,7 +48,7 @@ def test_fresh_ablation_sweep_matches_the_frozen_table_checksums(tmp_path: Path)
             "-m",
             "cavbench.cli",
             "collect",
-            str(tmp_path / "ablation"),
+            str(tmp_path / experiment),
             "--out",
             str(out),
         ],
@@ -44,7 +56,7 @@ def test_fresh_ablation_sweep_matches_the_frozen_table_checksums(tmp_path: Path)
         capture_output=True,
     )
     fresh = json.loads((out / "manifest.json").read_text())["tables"]
-    frozen = json.loads(FROZEN.read_text())["tables"]
+    frozen = json.loads((ROOT / "artifacts" / folder / "manifest.json").read_text())["tables"]
     assert {t: (v["rows"], v["sha256"]) for t, v in fresh.items()} == {
         t: (v["rows"], v["sha256"]) for t, v in frozen.items()
     }
