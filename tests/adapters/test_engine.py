@@ -716,3 +716,20 @@ def test_engine_is_deterministic(kit: Any, profile: str) -> None:
     scenario = failure_scenario(kit, comp_fails=True)
     first = kit.episode(scenario, profile).trace.as_json()
     assert kit.episode(scenario, profile).trace.as_json() == first
+
+
+def test_the_engine_report_shortcut_gives_the_checked_report() -> None:
+    """The runner builds our own engine's report without the untrusted-adapter checks; it
+    must be the very record those checks give, for every profile and scenario of core-v1."""
+    from cavbench.runner import _engine_report, _report
+    from cavbench.runtime import Environment
+    from cavbench.scenarios import load_pack
+
+    compared = 0
+    for profile in BASELINE_PROFILES:
+        adapter = baseline(profile)
+        for scenario in load_pack("core-v1").scenarios:
+            result = adapter.run(Environment(scenario, isolate=False).session())
+            assert _engine_report(adapter, result) == _report(adapter, result)
+            compared += 1
+    assert compared == 200
