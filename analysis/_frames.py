@@ -12,6 +12,7 @@ import polars as pl
 from analysis._bootstrap import TaskMatrix
 from analysis._errors import MixedInputError, TableSchemaError
 from analysis._vocab import CANONICAL_PROFILES, DIMENSIONS, SuccessFlag
+from cavbench.tables import Table, schema_for
 
 GROUP_INDEX = "__group"
 """Name of the temporary column holding a group's position in the canonical order."""
@@ -56,42 +57,9 @@ EPISODE_COLUMNS: Mapping[str, ColumnKind] = {
 }
 """The `episodes` columns of the sweep's table contract that the analysis may rely on."""
 
-RECORD_COLUMNS: frozenset[str] = frozenset(
-    {
-        *EPISODE_COLUMNS,
-        "sweep",
-        "cell",
-        "adapter_name",
-        "adapter_version",
-        "pack_version",
-        "pack_digest",
-        "scenario_digest",
-        "scenarios",
-        "seeds",
-        "run_id",
-        "status",
-        "final_message",
-        "report_metadata",
-        "duplicate_logical_effects",
-        "recovery_required",
-        "n_events",
-        "n_ledger_rows",
-        "n_findings",
-        "error",
-        "model_name",
-        "model_temperature",
-        "model_turns",
-        "prompt_tokens",
-        "completion_tokens",
-        "cost_usd",
-        "stop_reason",
-        "op_id_source",
-        "n_invalid_tool_calls",
-        "n_retries",
-    }
-)
-"""Every `episodes` column the sweep writes that is not a swept factor (mirrors the sweep's
-declared table schema; any other column of the files is a factor)."""
+RECORD_COLUMNS: frozenset[str] = frozenset(schema_for(Table.EPISODES).names)
+"""Every `episodes` column the sweep writes that is not a swept factor (the sweep's declared
+table schema without factors; any other column of the files is a factor)."""
 
 UNPOOLABLE_COLUMNS: tuple[str, ...] = (
     "adapter",
