@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import cached_property
-from typing import Annotated, Any, ClassVar, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -256,39 +256,40 @@ COMPILED = "_compiled"
 """The `__dict__` key of `compiled`'s cache; `deep_copy` and `model_copy` leave it behind."""
 
 
-def _compiled(model: BaseModel, key: str, build: Callable[[Any], _T]) -> _T:
-    cache: dict[str, Any] | None = model.__dict__.get(COMPILED)
-    if cache is None:
-        cache = model.__dict__[COMPILED] = {}  # frozen model: its derived data stays valid
-    found = cache.get(key)
-    if found is None:
-        found = cache[key] = build(model)
-    return found
+class _CompiledCache:
+    """`compiled(key, build)`: derived data computed once per model object and kept on it.
 
+    Mixed into frozen models (before `BaseModel`), whose values never change, so what is
+    derived from them stays valid; copies start without it, and pickling leaves it out."""
 
-def _state_without_compiled(model: BaseModel) -> dict[Any, Any]:
-    # Closures do not pickle (a sweep's worker processes receive scenarios): leave them out.
-    state = BaseModel.__getstate__(model)
-    if COMPILED in model.__dict__:
-        state["__dict__"] = {k: v for k, v in model.__dict__.items() if k != COMPILED}
-    return state
-
-
-class ScenarioView(BaseModel):
-    """Everything an adapter may know about a scenario, and nothing else (SPEC a.8)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    def compiled(self, key: str, build: Callable[[ScenarioView], _T]) -> _T:
-        """`build(self)`, computed once per view object (the baseline engine's compiled plan).
-        An episode's isolated copy (`deep_copy`) starts without it and compiles its own."""
+    def compiled(self, key: str, build: Callable[[Self], _T]) -> _T:
+        """`build(self)`, computed once per object. Keys name the consumer
+        (`"evaluation.oracle"`)."""
         try:  # the hot path: one lookup, no call
             return self.__dict__[COMPILED][key]  # type: ignore[no-any-return]
         except KeyError:
-            return _compiled(self, key, build)
+            pass
+        cache: dict[str, Any] | None = self.__dict__.get(COMPILED)
+        if cache is None:
+            cache = self.__dict__[COMPILED] = {}
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = build(self)
+        return found
 
     def __getstate__(self) -> dict[Any, Any]:
-        return _state_without_compiled(self)
+        # Closures do not pickle (a sweep's worker processes receive scenarios): leave them out.
+        assert isinstance(self, BaseModel)
+        state = BaseModel.__getstate__(self)
+        if COMPILED in self.__dict__:
+            state["__dict__"] = {k: v for k, v in self.__dict__.items() if k != COMPILED}
+        return state
+
+
+class ScenarioView(_CompiledCache, BaseModel):
+    """Everything an adapter may know about a scenario, and nothing else (SPEC a.8)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     family: Family
@@ -300,7 +301,7 @@ class ScenarioView(BaseModel):
     plan: Plan
 
 
-class Scenario(_Doc):
+class Scenario(_CompiledCache, _Doc):
     """A whole scenario-v1 document: the adapter-visible part plus `world` and `oracle`."""
 
     schema_version: Literal["1.0"]
@@ -317,18 +318,6 @@ class Scenario(_Doc):
     def view(self) -> ScenarioView:
         """The adapter-visible projection (no world, no oracle, no notes). Built once."""
         return self._view
-
-    def compiled(self, key: str, build: Callable[[Scenario], _T]) -> _T:
-        """`build(self)`, computed once per scenario object and kept on it: what the runtime
-        and the evaluator derive from a scenario for every episode (compiled predicates, the
-        world's template) is derived once. Keys name the consumer (`"evaluation.oracle"`)."""
-        try:  # the hot path: one lookup, no call
-            return self.__dict__[COMPILED][key]  # type: ignore[no-any-return]
-        except KeyError:
-            return _compiled(self, key, build)
-
-    def __getstate__(self) -> dict[Any, Any]:
-        return _state_without_compiled(self)
 
     def model_copy(
         self, *, update: Mapping[str, Any] | None = None, deep: bool = False
